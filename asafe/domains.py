@@ -1,0 +1,114 @@
+"""Efficiency domains: rules that decide an optimization's next state.
+
+The contract is one method, ``decide(mode, state) -> new_state``: given the current
+:class:`~asafe.ModeVector` and the optimization's own current state, return the
+state it should be in. The state is an input on purpose: the paper notes that an
+optimization's domain depends on its own state (compression changes the very
+signal that decides it).
+
+:class:`Hysteresis` is the alpha/beta rule of the adaptive compression engine.
+Domains are named in configuration by dotted path with their keyword arguments
+(see :func:`asafe.config.load_optimizations`), as distributed's active memory
+manager names its policies.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .mode import ModeVector
+
+__all__ = ["EfficiencyDomain", "Hysteresis"]
+
+
+class EfficiencyDomain:
+    """Base class of efficiency domains.
+
+    Subclasses implement :meth:`decide`. A domain must be cheap (it runs on the
+    scheduler's event path) and must not block. If it raises, the runtime logs and
+    records the error, and the optimization keeps its state.
+
+    Examples
+    --------
+    >>> class CpuBound(EfficiencyDomain):
+    ...     '''On while the cpu is busier than 80%.'''
+    ...     def decide(self, mode, state):
+    ...         return mode.signals.get("cpu", 0.0) > 0.8
+    >>> CpuBound().decide(ModeVector({"compute": 1}, cpu=0.9), False)
+    True
+    """
+
+    def decide(self, mode: ModeVector, state: bool) -> bool:
+        """Return the optimization's next state for this mode and current state."""
+        raise NotImplementedError(f"{type(self).__name__} must implement decide(mode, state)")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Hysteresis(EfficiencyDomain):
+    """On below ``alpha``, off above ``beta``, unchanged in between.
+
+    With ``alpha < beta`` the band ``[alpha, beta]`` keeps the current state, so a
+    metric that wanders around one threshold does not toggle the optimization at
+    every evaluation (the same reason distributed starts spilling at 70% memory
+    and stops at 60%). ``alpha == beta`` is allowed and gives a plain threshold.
+
+    Parameters
+    ----------
+    alpha : float
+        Switch on when the metric is strictly below ``alpha``.
+    beta : float
+        Switch off when the metric is strictly above ``beta``. ``alpha <= beta``.
+    metric : str
+        ``"ratio"`` (compute / communication, default), the name of a signal
+        (``"cpu"``, ``"memory"``) or of a task type (its share).
+
+    Examples
+    --------
+    >>> domain = Hysteresis(alpha=0.5, beta=2.0)
+    >>> comm_heavy = ModeVector({"compute": 0.2, "communication": 0.8})  # ratio 0.25
+    >>> domain.decide(comm_heavy, False)
+    True
+    >>> middle = ModeVector({"compute": 0.5, "communication": 0.5})       # ratio 1.0
+    >>> domain.decide(middle, True), domain.decide(middle, False)
+    (True, False)
+    >>> Hysteresis(alpha=3, beta=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: Hysteresis needs alpha <= beta, got alpha=3.0 > beta=1.0
+    """
+
+    def __init__(self, alpha: float, beta: float, metric: str = "ratio") -> None:
+        alpha = _threshold("alpha", alpha)
+        beta = _threshold("beta", beta)
+        if alpha > beta:
+            raise ValueError(f"Hysteresis needs alpha <= beta, got alpha={alpha} > beta={beta}")
+        if not isinstance(metric, str) or not metric:
+            raise TypeError(f"metric must be a non-empty str such as 'ratio', got {metric!r}")
+        self.alpha = alpha
+        self.beta = beta
+        self.metric = metric
+
+    def decide(self, mode: ModeVector, state: bool) -> bool:
+        value = mode.metric(self.metric)
+        if value < self.alpha:  # nan compares False: an idle mode changes nothing
+            return True
+        if value > self.beta:
+            return False
+        return bool(state)
+
+    def __repr__(self) -> str:
+        return f"Hysteresis(alpha={self.alpha}, beta={self.beta}, metric={self.metric!r})"
+
+
+def _threshold(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}") from None
+    if math.isnan(number) or number < 0:
+        raise ValueError(f"{name} must be a non-negative number (inf allowed), got {name}={value!r}")
+    return number

@@ -1,0 +1,345 @@
+"""Optimizations and the adaptive runtime (the controller).
+
+An :class:`Optimization` is a name, an efficiency domain and a state (on/off). The
+:class:`AdaptiveRuntime` owns a :class:`~asafe.tracker.ModeTracker`; whenever it
+is evaluated (throttled to once per ``interval`` on the event path) it builds the
+mode vector, asks each optimization's domain for its next state, applies the
+dwell rule, records every transition in :attr:`AdaptiveRuntime.history` and tells
+its subscribers (the state board of the local schedulers, the scheduler plugin of
+a cluster).
+
+Scheduler integrations feed the tracker and call :meth:`AdaptiveRuntime.evaluate`;
+they live in :mod:`asafe.local` and :mod:`asafe.distributed`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from . import config as _config
+from .domains import EfficiencyDomain
+from .mode import ModeVector
+from .signals import SystemSignals
+from .tracker import ModeTracker
+from .types import validate_type
+
+__all__ = ["Optimization", "Transition", "DomainError", "AdaptiveRuntime"]
+
+logger = logging.getLogger("asafe")
+
+
+class Transition(NamedTuple):
+    """One change of an optimization's state."""
+
+    time: float  #: seconds since the epoch (``time.time()``)
+    optimization: str
+    old: bool
+    new: bool
+    mode: ModeVector  #: the mode that caused it
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (``from``/``to`` and the ratio that caused it)."""
+        return {
+            "time": self.time,
+            "optimization": self.optimization,
+            "from": self.old,
+            "to": self.new,
+            "ratio": _json_float(self.mode.ratio),
+            "mode": {k: _json_float(v) for k, v in self.mode.shares.items()},
+        }
+
+
+class DomainError(NamedTuple):
+    """A domain that raised: logged, recorded, and the optimization kept its state."""
+
+    time: float
+    optimization: str
+    error: str
+
+
+class Optimization:
+    """A named optimization switched by an efficiency domain.
+
+    Parameters
+    ----------
+    name : str
+        The name library code asks about with :func:`asafe.is_on`.
+    domain : EfficiencyDomain or object with ``decide(mode, state)``
+        The rule that decides the state.
+    initial : bool
+        State before the first decision.
+
+    Examples
+    --------
+    >>> from asafe import Hysteresis
+    >>> Optimization("compression", Hysteresis(0.5, 2.0))
+    Optimization('compression', Hysteresis(alpha=0.5, beta=2.0, metric='ratio'), initial=False)
+    """
+
+    def __init__(self, name: str, domain: EfficiencyDomain, initial: bool = False) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"an optimization name must be a non-empty str, got {name!r}")
+        if not callable(getattr(domain, "decide", None)):
+            raise TypeError(
+                f"the domain of optimization {name!r} must have a decide(mode, state) method, "
+                f"got {type(domain).__name__}"
+            )
+        if not isinstance(initial, bool):
+            raise TypeError(f"initial state of {name!r} must be True or False, got {initial!r}")
+        self.name = name
+        self.domain = domain
+        self.initial = initial
+
+    def __repr__(self) -> str:
+        return f"Optimization({self.name!r}, {self.domain!r}, initial={self.initial})"
+
+
+class AdaptiveRuntime:
+    """The controller: mode tracking, domain decisions, dwell, history.
+
+    Parameters
+    ----------
+    optimizations : iterable of Optimization, optional
+        Default: those configured under ``asafe.optimizations``.
+    window, blend, default_duration
+        Mode tracker settings (see :class:`~asafe.tracker.ModeTracker`); defaults
+        from ``asafe.tracker.*``.
+    dwell : float
+        Minimum seconds between two toggles of one optimization.
+    dwell_tasks : int
+        Minimum number of finished tasks between two toggles of one optimization.
+    interval : float
+        Minimum seconds between two evaluations on the event path.
+    default_type : str
+        Type of tasks that carry none.
+    signals : bool
+        Attach cpu and memory load (psutil) to the mode vector.
+
+    Examples
+    --------
+    >>> from asafe import Hysteresis, ModeVector
+    >>> rt = AdaptiveRuntime([Optimization("compression", Hysteresis(0.5, 2.0))], dwell=0, signals=False)
+    >>> rt.state("compression")
+    False
+    >>> [t.new for t in rt.evaluate(mode=ModeVector({"compute": 1, "communication": 9}))]
+    [True]
+    >>> rt.state("compression"), len(rt.history)
+    (True, 1)
+    >>> rt.state("tiling")
+    Traceback (most recent call last):
+    ...
+    KeyError: "unknown optimization 'tiling'; known: ['compression']"
+    """
+
+    def __init__(
+        self,
+        optimizations: Iterable[Optimization] | None = None,
+        *,
+        window: int | None = None,
+        blend: float | None = None,
+        default_duration: float | None = None,
+        dwell: float | None = None,
+        dwell_tasks: int | None = None,
+        interval: float | None = None,
+        default_type: str | None = None,
+        signals: bool | None = None,
+        history_size: int | None = None,
+    ) -> None:
+        settings = _config.settings()  # read once
+        if optimizations is None:
+            optimizations = _config.load_optimizations()
+        opts = list(optimizations)
+        for opt in opts:
+            if not isinstance(opt, Optimization):
+                raise TypeError(f"optimizations must be asafe.Optimization objects, got {type(opt).__name__}")
+        names = [opt.name for opt in opts]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"optimization names must be unique; repeated: {duplicates}")
+        self.optimizations: dict[str, Optimization] = {opt.name: opt for opt in opts}
+        self.tracker = ModeTracker(
+            window=settings["window"] if window is None else window,
+            blend=settings["blend"] if blend is None else blend,
+            default_duration=settings["default_duration"] if default_duration is None else default_duration,
+            max_groups=settings["max_groups"],
+        )
+        self.dwell = _non_negative("dwell", settings["dwell"] if dwell is None else dwell)
+        self.dwell_tasks = int(_non_negative("dwell_tasks", settings["dwell_tasks"] if dwell_tasks is None else dwell_tasks))
+        self.interval = _non_negative("interval", settings["interval"] if interval is None else interval)
+        self.default_type = validate_type(settings["default_type"] if default_type is None else default_type)
+        use_signals = settings["signals"] if signals is None else signals
+        self._signals = SystemSignals(settings["signals_interval"]) if use_signals else None
+        size = settings["history_size"] if history_size is None else history_size
+        self._states = {opt.name: opt.initial for opt in opts}
+        self._last_toggle: dict[str, tuple[float, int]] = {}
+        self._history: deque[Transition] = deque(maxlen=size)
+        self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
+        self._errors: deque[DomainError] = deque(maxlen=size)
+        self._subscribers: list[Callable[[dict[str, bool], list[Transition]], None]] = []
+        self._mode = ModeVector()
+        self._failing: set[str] = set()
+        self._next_evaluation = 0.0
+        self._lock = threading.RLock()
+
+    # read API ----------------------------------------------------------------
+    @property
+    def mode(self) -> ModeVector:
+        """The mode vector of the latest evaluation."""
+        return self._mode
+
+    def state(self, name: str) -> bool:
+        """Current state of one optimization (KeyError listing the known names)."""
+        try:
+            return self._states[name]
+        except KeyError:
+            raise KeyError(f"unknown optimization {name!r}; known: {sorted(self._states)}") from None
+
+    @property
+    def states(self) -> dict[str, bool]:
+        """A copy of every optimization's state."""
+        return dict(self._states)
+
+    @property
+    def history(self) -> list[Transition]:
+        """Every transition, oldest first (bounded by ``history_size``)."""
+        return list(self._history)
+
+    @property
+    def timeline(self) -> list[tuple[float, ModeVector]]:
+        """``(time, mode)`` at each evaluation, oldest first (bounded)."""
+        return list(self._timeline)
+
+    @property
+    def errors(self) -> list[DomainError]:
+        """Domains that raised, oldest first."""
+        return list(self._errors)
+
+    # wiring ---------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[dict[str, bool], list[Transition]], None]) -> Callable[[], None]:
+        """Call ``callback(states, transitions)`` after every evaluation that changed a state.
+
+        Returns a function that unsubscribes. A failing subscriber is logged and
+        never breaks the controller.
+        """
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def set_state(self, name: str, state: bool) -> None:
+        """Force a state (recorded as a transition); used to restore or script runs."""
+        self.state(name)
+        with self._lock:
+            old = self._states[name]
+            if old == bool(state):
+                return
+            transition = Transition(time.time(), name, old, bool(state), self._mode)
+            self._apply([transition])
+
+    # control --------------------------------------------------------------------
+    def maybe_evaluate(self) -> None:
+        """Evaluate unless one ran less than ``interval`` seconds ago (event path)."""
+        now = time.monotonic()
+        if now >= self._next_evaluation:
+            self._next_evaluation = now + self.interval
+            self.evaluate()
+
+    def evaluate(self, mode: ModeVector | None = None, now: float | None = None) -> list[Transition]:
+        """Decide every optimization's state now; return the transitions made.
+
+        Parameters
+        ----------
+        mode : ModeVector, optional
+            Decide on this mode instead of the tracker's (scripted runs, tests).
+        now : float, optional
+            The time of the decision (default ``time.time()``); dwell is measured
+            on it.
+        """
+        now = time.time() if now is None else now
+        if mode is None:
+            signals = self._signals.read() if self._signals is not None else {}
+            mode = self.tracker.mode(**signals)
+        with self._lock:
+            self._mode = mode
+            self._timeline.append((now, mode))
+            transitions = []
+            for name, opt in self.optimizations.items():
+                old = self._states[name]
+                new = self._decide(opt, mode, old, now)
+                if new != old and self._dwell_allows(name, now):
+                    transitions.append(Transition(now, name, old, new, mode))
+            if transitions:
+                self._apply(transitions)
+            return transitions
+
+    # Dwell prevents flapping: without it, an optimization that changes its own
+    # signal (compression shrinks transfers, the ratio rises past beta, compression
+    # switches off, transfers grow, the ratio falls below alpha, on again ...) or a
+    # ratio measured on a handful of noisy tasks near a threshold would toggle at
+    # every evaluation, paying the switching cost each time. A toggle is allowed
+    # only once ``dwell`` seconds and ``dwell_tasks`` finished tasks have passed
+    # since the previous toggle of the same optimization.
+    def _dwell_allows(self, name: str, now: float) -> bool:
+        last = self._last_toggle.get(name)
+        if last is None:
+            return True
+        last_time, last_finished = last
+        return now - last_time >= self.dwell and self.tracker.finished - last_finished >= self.dwell_tasks
+
+    def _decide(self, opt: Optimization, mode: ModeVector, old: bool, now: float) -> bool:
+        try:
+            decision = bool(opt.domain.decide(mode, old))
+        except Exception as exc:  # a broken domain must never break scheduling
+            if opt.name not in self._failing:  # log once per failure streak, record always
+                logger.exception("asafe: the domain of %r raised; keeping state %s", opt.name, old)
+            self._failing.add(opt.name)
+            self._errors.append(DomainError(now, opt.name, f"{type(exc).__name__}: {exc}"))
+            return old
+        self._failing.discard(opt.name)
+        return decision
+
+    def _apply(self, transitions: list[Transition]) -> None:
+        for t in transitions:
+            self._states[t.optimization] = t.new
+            self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
+            self._history.append(t)
+            logger.info(
+                "asafe: %s %s -> %s (ratio=%s)",
+                t.optimization, _onoff(t.old), _onoff(t.new), _json_float(t.mode.ratio),
+            )
+        states = dict(self._states)
+        for callback in list(self._subscribers):
+            try:
+                callback(states, transitions)
+            except Exception:
+                logger.exception("asafe: a state subscriber failed; the run goes on")
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n}={_onoff(s)}" for n, s in self._states.items())
+        return f"<AdaptiveRuntime {states or 'no optimizations'} mode={self._mode!r}>"
+
+
+def _onoff(state: bool) -> str:
+    return "on" if state else "off"
+
+
+def _json_float(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+def _non_negative(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(number) or number < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return number

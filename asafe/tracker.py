@@ -1,0 +1,239 @@
+"""The mode tracker: an O(1)-per-event estimate of the current work mix.
+
+Two views of the work are kept and blended into a :class:`~asafe.ModeVector`:
+
+*Expected work of the scheduled tasks.* Every task that is ready or running counts
+with its expected duration. Expected durations are learned per ``(type, key
+prefix)`` group, as Dask learns per-prefix durations (an exponential moving
+average, ``new = (old + measured) / 2``); a group not measured yet starts from its
+type's average, or from ``default_duration``. The tracker keeps a count of
+scheduled tasks per group and, per type, the sum ``count * expected`` — updated in
+O(1) when a task is added, finishes, or when a group's estimate moves.
+
+*Measured work over a sliding window.* The last ``window`` measurements (finished
+task durations, and work that is not a task, such as inter-worker transfers) are
+kept in a ring with running sums per type.
+
+The blend is ``(1 - blend) * scheduled + blend * measured``; when one view is empty
+the other is used alone.
+
+Memory is bounded whatever the graph size: the ring holds ``window`` entries and
+groups with no scheduled task are evicted, least recently used first, beyond
+``max_groups``. No per-key state is kept.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict, deque
+
+from .mode import ModeVector
+
+__all__ = ["ModeTracker"]
+
+
+class _Group:
+    """Tasks of one (type, prefix): how many are scheduled, and their expected duration."""
+
+    __slots__ = ("task_type", "count", "expected", "measured")
+
+    def __init__(self, task_type: str, expected: float) -> None:
+        self.task_type = task_type
+        self.count = 0
+        self.expected = expected
+        self.measured = False
+
+
+class ModeTracker:
+    """Incremental mode estimate from scheduler events.
+
+    Events are :meth:`add` (a task became ready), :meth:`finish` (it finished and
+    its duration was measured), :meth:`discard` (it left without a measurement: a
+    lost worker, an error, a cancelled key) and :meth:`observe` (measured work with
+    no scheduled task, such as a transfer). Each is O(1). The tracker is
+    thread-safe.
+
+    Parameters
+    ----------
+    window : int
+        Number of measurements in the sliding window (>= 1).
+    blend : float
+        Weight of the measured window against the scheduled estimate, in [0, 1].
+    default_duration : float
+        Expected duration in seconds of a task of a group and type never measured.
+    max_groups : int
+        Idle groups kept for their learned durations, beyond which the least
+        recently used are forgotten.
+
+    Examples
+    --------
+    >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    >>> tracker.add("compute", "inc")
+    >>> tracker.add("communication", "send")
+    >>> tracker.add("communication", "send")
+    >>> tracker.mode().ratio
+    0.5
+    """
+
+    def __init__(
+        self,
+        window: int = 256,
+        blend: float = 0.5,
+        default_duration: float = 0.001,
+        max_groups: int = 4096,
+    ) -> None:
+        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+            raise ValueError(f"window must be an int >= 1 (a number of measurements), got {window!r}")
+        if not 0.0 <= blend <= 1.0:
+            raise ValueError(f"blend must be in [0, 1], got {blend!r}")
+        if not default_duration > 0 or math.isinf(default_duration):
+            raise ValueError(f"default_duration must be a finite number of seconds > 0, got {default_duration!r}")
+        if max_groups < 1:
+            raise ValueError(f"max_groups must be >= 1, got {max_groups!r}")
+        self.window = window
+        self.blend = float(blend)
+        self.default_duration = float(default_duration)
+        self.max_groups = int(max_groups)
+        self._lock = threading.Lock()
+        self._groups: OrderedDict[tuple[str, str], _Group] = OrderedDict()
+        self._type_average: dict[str, float] = {}
+        self._scheduled: dict[str, float] = {}
+        self._ring: deque[tuple[str, float]] = deque()
+        self._measured: dict[str, float] = {}
+        self.finished = 0  # tasks finished since creation (dwell counts these)
+
+    # events -----------------------------------------------------------------
+    def add(self, task_type: str, prefix: str) -> None:
+        """A task of this type and key prefix is now scheduled (ready or running)."""
+        with self._lock:
+            group = self._group(task_type, prefix)
+            group.count += 1
+            self._scheduled[task_type] = self._scheduled.get(task_type, 0.0) + group.expected
+
+    def finish(self, task_type: str, prefix: str, duration: float, scheduled: bool = True) -> None:
+        """A task finished after ``duration`` seconds of work.
+
+        ``scheduled=False`` records a task that was never announced with
+        :meth:`add` (it is measured and learned from, but not removed).
+        """
+        duration = max(float(duration), 0.0)
+        with self._lock:
+            group = self._group(task_type, prefix)
+            if scheduled and group.count > 0:
+                group.count -= 1
+                self._scheduled[task_type] -= group.expected
+            self._learn(group, duration)
+            self._push(task_type, duration)
+            self.finished += 1
+            self._evict()
+
+    def discard(self, task_type: str, prefix: str) -> None:
+        """A scheduled task left without a measurement (lost, erred, cancelled)."""
+        with self._lock:
+            group = self._groups.get((task_type, prefix))
+            if group is None or group.count == 0:
+                return
+            group.count -= 1
+            self._scheduled[task_type] -= group.expected
+            self._evict()
+
+    def observe(self, task_type: str, seconds: float) -> None:
+        """Measured work that is not a scheduled task (e.g. a transfer)."""
+        with self._lock:
+            self._push(task_type, max(float(seconds), 0.0))
+
+    def clear_scheduled(self) -> None:
+        """Forget every scheduled task (the end of a computation); keep what was learned."""
+        with self._lock:
+            for group in self._groups.values():
+                group.count = 0
+            self._scheduled.clear()
+            self._evict()
+
+    # reading ----------------------------------------------------------------
+    def scheduled_work(self) -> dict[str, float]:
+        """Expected seconds of work per type among scheduled tasks."""
+        with self._lock:
+            return {t: max(w, 0.0) for t, w in self._scheduled.items() if w > 1e-15}
+
+    def measured_work(self) -> dict[str, float]:
+        """Measured seconds of work per type in the sliding window."""
+        with self._lock:
+            return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
+
+    def expected_duration(self, task_type: str, prefix: str) -> float:
+        """The current expected duration of a task of this group."""
+        with self._lock:
+            group = self._groups.get((task_type, prefix))
+            if group is not None:
+                return group.expected
+            return self._type_average.get(task_type, self.default_duration)
+
+    def mode(self, **signals: float) -> ModeVector:
+        """The blended mode vector, with extra signals attached."""
+        scheduled = self.scheduled_work()
+        measured = self.measured_work()
+        return ModeVector(_blend(scheduled, measured, self.blend), **signals)
+
+    def __len__(self) -> int:
+        """Number of groups (type, prefix) currently remembered."""
+        return len(self._groups)
+
+    # internals (called with the lock held) -----------------------------------
+    def _group(self, task_type: str, prefix: str) -> _Group:
+        key = (task_type, prefix)
+        group = self._groups.get(key)
+        if group is None:
+            start = self._type_average.get(task_type, self.default_duration)
+            group = self._groups[key] = _Group(task_type, start)
+        else:
+            self._groups.move_to_end(key)
+        return group
+
+    def _learn(self, group: _Group, duration: float) -> None:
+        old = group.expected
+        new = duration if not group.measured else 0.5 * (old + duration)
+        group.measured = True
+        if new != old:
+            group.expected = new
+            if group.count:
+                self._scheduled[group.task_type] += group.count * (new - old)
+        previous = self._type_average.get(group.task_type)
+        self._type_average[group.task_type] = duration if previous is None else 0.5 * (previous + duration)
+
+    def _push(self, task_type: str, seconds: float) -> None:
+        self._ring.append((task_type, seconds))
+        self._measured[task_type] = self._measured.get(task_type, 0.0) + seconds
+        if len(self._ring) > self.window:
+            old_type, old_seconds = self._ring.popleft()
+            self._measured[old_type] -= old_seconds
+
+    def _evict(self) -> None:
+        # only idle groups are forgotten; at most a few per event (amortised O(1))
+        budget = 4
+        while len(self._groups) > self.max_groups and budget:
+            key, group = next(iter(self._groups.items()))
+            budget -= 1
+            if group.count:
+                self._groups.move_to_end(key)
+                continue
+            del self._groups[key]
+
+
+def _shares(work: dict[str, float]) -> dict[str, float]:
+    total = sum(work.values())
+    return {t: w / total for t, w in work.items()} if total > 0 else {}
+
+
+def _blend(scheduled: dict[str, float], measured: dict[str, float], blend: float) -> dict[str, float]:
+    expected_shares = _shares(scheduled)
+    measured_shares = _shares(measured)
+    if not measured_shares or blend == 0.0:
+        return expected_shares or measured_shares
+    if not expected_shares or blend == 1.0:
+        return measured_shares or expected_shares
+    names = expected_shares.keys() | measured_shares.keys()
+    return {
+        t: (1 - blend) * expected_shares.get(t, 0.0) + blend * measured_shares.get(t, 0.0)
+        for t in names
+    }

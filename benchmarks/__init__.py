@@ -1,0 +1,1 @@
+"""asafe benchmark suites, run from a checkout as ``python -m benchmarks SUITE``."""

@@ -1,0 +1,53 @@
+"""Packaging for asafe.
+
+``compression/`` is a top-level folder of the repository but is installed as the
+subpackage ``asafe.compression``: since Python 3.14 the standard library owns the
+top-level name ``compression``, so a top-level package of that name would be shadowed.
+"""
+from setuptools import setup
+
+install_requires = [
+    "numpy>=1.24",
+    "scipy>=1.10",
+    "numba>=0.58",
+    "dask>=2025.1.0",
+    "distributed>=2025.1.0",
+    "psutil>=5.9",
+    # the ``asafe`` console script, as Dask's own CLI
+    "click>=8.0",
+    # asafe.yaml, the dask.config defaults shipped with the package
+    "pyyaml>=6.0",
+    # progress bars and tables of ``asafe demo``
+    "rich>=13.0",
+    # the PNG figure that ``asafe demo`` draws at the end of its run
+    "matplotlib>=3.7",
+    # limiting BLAS threads around numba kernels (see asafe.compression.kernels)
+    "threadpoolctl>=3.1",
+]
+
+extras_require = {
+    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
+    "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
+    "bench": ["matplotlib>=3.7"],
+}
+
+setup(
+    name="asafe",
+    version="0.1.0",
+    description="Scheduler-driven adaptive optimizations for Dask (after ASAFESSS)",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    packages=["asafe", "asafe.compression"],
+    package_dir={"asafe": "asafe", "asafe.compression": "compression"},
+    package_data={"asafe": ["asafe.yaml"]},
+    install_requires=install_requires,
+    extras_require=extras_require,
+    entry_points={"console_scripts": ["asafe=asafe.cli:main"]},
+    classifiers=[
+        "License :: OSI Approved :: BSD License",
+        "Programming Language :: Python :: 3",
+        "Framework :: Dask",
+    ],
+)
