@@ -322,6 +322,32 @@ class AdaptiveRuntime:
             except Exception:
                 logger.exception("asafe: a state subscriber failed; the run goes on")
 
+    # pickling: a runtime travels to a cluster's scheduler as its settings,
+    # optimizations and current states; locks, subscribers and the tracker's
+    # in-flight counts stay behind.
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "optimizations": [self.optimizations[name] for name in self.optimizations],
+            "states": dict(self._states),
+            "settings": {
+                "window": self.tracker.window,
+                "blend": self.tracker.blend,
+                "default_duration": self.tracker.default_duration,
+                "dwell": self.dwell,
+                "dwell_tasks": self.dwell_tasks,
+                "interval": self.interval,
+                "default_type": self.default_type,
+                "signals": self._signals is not None,
+                "history_size": self._history.maxlen,
+            },
+            "history": list(self._history),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["optimizations"], **state["settings"])
+        self._states.update(state["states"])
+        self._history.extend(state["history"])
+
     def __repr__(self) -> str:
         states = ", ".join(f"{n}={_onoff(s)}" for n, s in self._states.items())
         return f"<AdaptiveRuntime {states or 'no optimizations'} mode={self._mode!r}>"
