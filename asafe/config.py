@@ -111,7 +111,10 @@ def import_by_path(path: str) -> Any:
 
 def _seconds(key: str) -> float:
     value = dask.config.get(key)
-    seconds = parse_timedelta(value, default="seconds")
+    try:
+        seconds = parse_timedelta(value, default="seconds")
+    except (TypeError, ValueError, KeyError):
+        seconds = None
     if seconds is None or seconds < 0:
         raise ValueError(f"{key} must be a duration >= 0 such as '250ms', got {value!r}")
     return float(seconds)

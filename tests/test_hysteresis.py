@@ -1,0 +1,164 @@
+"""Hysteresis and dwell: table-driven semantics, scripted flip-flop, hypothesis properties."""
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asafe import AdaptiveRuntime, Hysteresis, ModeVector, Optimization
+
+
+def ratio_mode(ratio):
+    """A mode vector with the given compute/communication ratio."""
+    if math.isinf(ratio):
+        return ModeVector({"compute": 1.0})
+    return ModeVector({"compute": ratio, "communication": 1.0})
+
+
+@pytest.mark.parametrize(
+    "ratio, state, expected",
+    [
+        (0.1, False, True),    # below alpha: on
+        (0.1, True, True),
+        (0.49, False, True),
+        (0.5, False, False),   # at alpha: in the band, unchanged
+        (0.5, True, True),
+        (1.0, False, False),   # inside the band: unchanged
+        (1.0, True, True),
+        (2.0, True, True),     # at beta: in the band, unchanged
+        (2.01, True, False),   # above beta: off
+        (math.inf, True, False),
+        (0.0, False, True),
+    ],
+)
+def test_hysteresis_table(ratio, state, expected):
+    assert Hysteresis(alpha=0.5, beta=2.0).decide(ratio_mode(ratio), state) is expected
+
+
+def test_idle_mode_changes_nothing():
+    domain = Hysteresis(0.5, 2.0)
+    assert domain.decide(ModeVector(), True) is True
+    assert domain.decide(ModeVector(), False) is False
+
+
+def test_other_metrics():
+    domain = Hysteresis(alpha=0.2, beta=0.8, metric="cpu")
+    assert domain.decide(ModeVector({"compute": 1}, cpu=0.1), False) is True
+    assert domain.decide(ModeVector({"compute": 1}, cpu=0.9), True) is False
+    share = Hysteresis(alpha=0.3, beta=0.6, metric="io")
+    assert share.decide(ModeVector({"io": 1, "compute": 9}), False) is True
+
+
+@pytest.mark.parametrize(
+    "alpha, beta, error, message",
+    [
+        (2.0, 0.5, ValueError, "alpha <= beta, got alpha=2.0 > beta=0.5"),
+        (-1.0, 2.0, ValueError, "alpha must be a non-negative number"),
+        (0.5, -2.0, ValueError, "beta must be a non-negative number"),
+        (math.nan, 2.0, ValueError, "alpha=nan"),
+        (0.5, math.nan, ValueError, "beta=nan"),
+        ("low", 2.0, TypeError, "alpha must be a number"),
+        (True, 2.0, TypeError, "alpha must be a number"),
+    ],
+)
+def test_bad_thresholds(alpha, beta, error, message):
+    with pytest.raises(error, match=message):
+        Hysteresis(alpha, beta)
+
+
+def test_bad_metric():
+    with pytest.raises(TypeError, match="metric"):
+        Hysteresis(0.5, 2.0, metric="")
+
+
+def make_runtime(dwell=0.0, dwell_tasks=0, initial=False):
+    opt = Optimization("compression", Hysteresis(0.5, 2.0), initial=initial)
+    return AdaptiveRuntime([opt], dwell=dwell, dwell_tasks=dwell_tasks, interval=0, signals=False)
+
+
+def test_scripted_flip_flop_without_dwell_follows_every_crossing():
+    rt = make_runtime()
+    for t, ratio in enumerate([1.0, 0.4, 1.0, 2.5, 1.9, 0.3, 3.0]):
+        rt.evaluate(ratio_mode(ratio), now=float(t))
+    log = [(t.time, t.old, t.new) for t in rt.history]
+    assert log == [(1.0, False, True), (3.0, True, False), (5.0, False, True), (6.0, True, False)]
+
+
+def test_scripted_flip_flop_with_dwell_is_damped():
+    # The ratio crosses alpha and beta every 0.1 s (the optimization flapping on
+    # its own effect); a 1 s dwell allows one toggle per second.
+    rt = make_runtime(dwell=1.0)
+    for i in range(30):
+        ratio = 0.1 if i % 2 == 0 else 10.0
+        rt.evaluate(ratio_mode(ratio), now=i * 0.1)
+    log = [(round(t.time, 1), t.new) for t in rt.history]
+    assert log == [(0.0, True), (1.1, False), (2.2, True)]
+
+
+def test_dwell_counts_finished_tasks():
+    rt = make_runtime(dwell_tasks=5)
+    rt.evaluate(ratio_mode(0.1), now=0.0)
+    rt.evaluate(ratio_mode(10.0), now=1.0)  # no task finished since the toggle: held
+    assert rt.state("compression") is True
+    for _ in range(5):
+        rt.tracker.finish("compute", "inc", 0.001, scheduled=False)
+    rt.evaluate(ratio_mode(10.0), now=2.0)
+    assert rt.state("compression") is False
+
+
+ratios = st.lists(
+    st.one_of(st.floats(0.0, 5.0, allow_nan=False), st.just(math.inf)), min_size=1, max_size=60
+)
+
+
+def crossings(sequence, alpha, beta, initial):
+    """Number of moves between the regions below alpha and above beta, starting from the initial state."""
+    region = "low" if initial else "high"
+    count = 0
+    for value in sequence:
+        now = "low" if value < alpha else "high" if value > beta else region
+        count += now != region
+        region = now
+    return count
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.0, 3.0), st.floats(0.0, 3.0), st.booleans(), st.data())
+def test_a_metric_inside_the_band_never_toggles(a, b, initial, data):
+    alpha, beta = min(a, b), max(a, b)
+    values = data.draw(st.lists(st.floats(alpha, beta), max_size=40))
+    domain = Hysteresis(alpha, beta, metric="level")  # a signal: no rounding through shares
+    state = initial
+    for value in values:
+        state = domain.decide(ModeVector({"compute": 1}, level=value), state)
+        assert state is initial
+
+
+@settings(max_examples=200, deadline=None)
+@given(ratios, st.booleans(), st.floats(0.0, 2.0), st.integers(0, 4))
+def test_toggles_never_exceed_threshold_crossings(sequence, initial, dwell, dwell_tasks):
+    rt = make_runtime(dwell=dwell, dwell_tasks=dwell_tasks, initial=initial)
+    for t, ratio in enumerate(sequence):
+        rt.evaluate(ratio_mode(ratio), now=t * 0.5)
+        rt.tracker.finish("compute", "inc", 0.0, scheduled=False)
+    assert len(rt.history) <= crossings(sequence, 0.5, 2.0, initial)
+    if dwell == 0 and dwell_tasks == 0:
+        assert len(rt.history) == crossings(sequence, 0.5, 2.0, initial)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ratios, st.floats(0.0, 3.0), st.integers(0, 6), st.lists(st.floats(0.01, 1.0), min_size=60, max_size=60))
+def test_dwell_is_respected(sequence, dwell, dwell_tasks, steps):
+    rt = make_runtime(dwell=dwell, dwell_tasks=dwell_tasks)
+    now, finished_at = 0.0, {}
+    for ratio, step in zip(sequence, steps):
+        now += step
+        before = len(rt.history)
+        rt.evaluate(ratio_mode(ratio), now=now)
+        if len(rt.history) > before:
+            finished_at[now] = rt.tracker.finished
+        rt.tracker.finish("compute", "inc", 0.0, scheduled=False)
+    times = [t.time for t in rt.history]
+    for earlier, later in zip(times, times[1:]):
+        assert later - earlier >= dwell
+        assert finished_at[later] - finished_at[earlier] >= dwell_tasks

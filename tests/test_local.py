@@ -1,0 +1,174 @@
+"""Adaptive runs on Dask's real local schedulers: threads, sync and processes."""
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+import asafe
+from asafe import AdaptiveRuntime, EfficiencyDomain, Hysteresis, Optimization
+
+
+@asafe.typed(asafe.COMMUNICATION)
+def ship(i, previous=None):
+    time.sleep(0.002)
+    return asafe.is_on("compression")
+
+
+@asafe.typed(asafe.COMPUTE)
+def work(i, previous=None):
+    time.sleep(0.002)
+    return asafe.is_on("compression")
+
+
+def make_runtime(**kwargs):
+    opts = [Optimization("compression", Hysteresis(alpha=0.5, beta=2.0))]
+    settings = {"window": 32, "dwell": 0, "dwell_tasks": 0, "interval": 0, "signals": False, **kwargs}
+    return AdaptiveRuntime(opts, **settings)
+
+
+def phase(func, n=60):
+    """n tasks in a chain, so they run one after another and see states in order."""
+    out = []
+    previous = None
+    for i in range(n):
+        task = dask.delayed(func, pure=False)(i, previous)
+        out.append(task)
+        previous = task
+    return out
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_phases_switch_compression_and_tasks_see_it(scheduler):
+    rt = make_runtime()
+    with asafe.adaptive(rt, scheduler=scheduler):
+        (seen_comm,) = dask.compute(phase(ship))
+        assert rt.state("compression") is True
+        (seen_comp,) = dask.compute(phase(work))
+        assert rt.state("compression") is False
+    # tasks observed the switch: on during the communication phase, off at the end of the compute one
+    assert seen_comm[-1] is True and seen_comm[0] is False
+    assert seen_comp[0] is True and seen_comp[-1] is False
+    assert [(t.old, t.new) for t in rt.history] == [(False, True), (True, False)]
+    assert rt.history[0].mode.ratio < 0.5 < 2.0 < rt.history[1].mode.ratio
+    assert rt.tracker.finished >= 120
+
+
+def test_processes_scheduler_tasks_see_the_states():
+    # functions defined here are pickled by value (cloudpickle) into the workers
+    @asafe.typed(asafe.COMMUNICATION)
+    def shipped(i):
+        time.sleep(0.01)
+        import asafe as a
+        return a.is_on("compression")
+
+    rt = make_runtime()
+    rt.set_state("compression", True)
+    with asafe.adaptive(rt, scheduler="processes"):
+        (seen,) = dask.compute([dask.delayed(shipped, pure=False)(i) for i in range(8)], num_workers=2)
+    assert all(seen)
+    assert rt.state("compression") is True
+    assert rt.tracker.finished == 8
+    assert asafe.is_on("compression") is False  # restored on exit
+
+
+def test_annotations_reach_the_tracker():
+    def plain(i):
+        time.sleep(0.001)
+        return i
+
+    rt = make_runtime(blend=1.0)
+    with asafe.adaptive(rt, scheduler="sync"):
+        with asafe.task_type("io"):
+            loaded = [dask.delayed(plain)(i) for i in range(10)]
+        dask.compute(loaded)
+    assert set(rt.tracker.measured_work()) == {"io"}
+    assert rt.mode["io"] > 0.8
+
+
+def test_annotation_beats_decorator_in_a_real_run():
+    rt = make_runtime(blend=1.0)
+    with asafe.adaptive(rt, scheduler="sync"):
+        with asafe.task_type("io"):
+            tasks = [dask.delayed(ship)(i) for i in range(5)]
+        dask.compute(tasks)
+    assert "communication" not in rt.tracker.measured_work()
+
+
+def test_fused_dask_array_tasks_keep_their_type():
+    @asafe.typed(asafe.COMMUNICATION)
+    def slow_copy(block):
+        time.sleep(0.002)
+        return block.copy()
+
+    rt = make_runtime(blend=1.0)
+    x = da.ones((40,), chunks=4)
+    with asafe.adaptive(rt):
+        total = (x.map_blocks(slow_copy) * 2).sum().compute()
+    assert total == 80
+    measured = rt.tracker.measured_work()
+    assert measured["communication"] > measured.get("compute", 0)
+
+
+def test_explicit_scheduler_argument_is_still_tracked():
+    rt = make_runtime()
+    with asafe.adaptive(rt):
+        dask.compute([dask.delayed(ship)(i) for i in range(10)], scheduler="sync")
+    assert rt.tracker.finished == 10
+
+
+class Exploding(EfficiencyDomain):
+    def decide(self, mode, state):
+        raise ValueError("bad domain")
+
+
+def test_a_domain_that_raises_does_not_break_the_run(caplog):
+    rt = AdaptiveRuntime([Optimization("broken", Exploding(), initial=True)], dwell=0, interval=0, signals=False)
+    with asafe.adaptive(rt):
+        (result,) = dask.compute([dask.delayed(work)(i) for i in range(10)])
+    assert result == [False] * 10
+    assert rt.state("broken") is True
+    assert rt.errors and rt.errors[0].error == "ValueError: bad domain"
+
+
+def test_is_on_outside_a_run_and_restore_after_nesting():
+    assert asafe.is_on("compression") is False
+    assert asafe.is_on("anything") is False
+    outer = make_runtime()
+    outer.set_state("compression", True)
+    inner = AdaptiveRuntime([Optimization("other", Hysteresis(0.5, 2.0), initial=True)], signals=False)
+    with asafe.adaptive(outer):
+        assert asafe.is_on("compression") is True
+        with asafe.adaptive(inner):
+            assert asafe.is_on("other") is True and asafe.is_on("compression") is False
+        assert asafe.is_on("compression") is True and asafe.is_on("other") is False
+    assert asafe.is_on("compression") is False
+
+
+def test_errors_in_tasks_propagate_and_clear_the_scheduled_set():
+    def fail(i):
+        raise ZeroDivisionError("task failed")
+
+    rt = make_runtime()
+    with asafe.adaptive(rt):
+        with pytest.raises(ZeroDivisionError):
+            dask.compute([dask.delayed(fail)(i) for i in range(4)])
+    assert rt.tracker.scheduled_work() == {}
+
+
+def test_adaptive_bad_input():
+    with pytest.raises(TypeError, match="AdaptiveRuntime"):
+        with asafe.adaptive("runtime"):
+            pass
+    with pytest.raises(ValueError, match="local schedulers"):
+        with asafe.adaptive(make_runtime(), scheduler="distributed"):
+            pass
+
+
+def test_results_are_unchanged_by_tracking():
+    x = da.random.default_rng(0).random((200, 200), chunks=50)
+    expected = (x @ x.T).sum().compute(scheduler="sync")
+    with asafe.adaptive(make_runtime()):
+        got = (x @ x.T).sum().compute()
+    np.testing.assert_allclose(got, expected)

@@ -1,0 +1,140 @@
+"""The mode tracker on scripted event streams: exact shares, learning, window, bounds."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asafe import ModeTracker
+
+
+def test_scheduled_shares_use_expected_durations():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "inc")
+    tracker.add("communication", "send")
+    tracker.add("communication", "send")
+    tracker.add("communication", "send")
+    assert tracker.scheduled_work() == {"compute": 1.0, "communication": 3.0}
+    assert tracker.mode().shares == {"compute": 0.25, "communication": 0.75}
+
+
+def test_learned_durations_reprice_scheduled_tasks():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    for _ in range(3):
+        tracker.add("compute", "inc")
+    tracker.add("communication", "send")
+    tracker.finish("compute", "inc", 5.0)  # first measurement replaces the default
+    # two inc tasks still scheduled, now expected to take 5 s each
+    assert tracker.scheduled_work() == {"compute": 10.0, "communication": 1.0}
+    tracker.finish("compute", "inc", 1.0)  # moving average (5 + 1) / 2 = 3
+    assert tracker.expected_duration("compute", "inc") == 3.0
+    assert tracker.scheduled_work() == {"compute": 3.0, "communication": 1.0}
+
+
+def test_new_prefix_starts_from_its_type_average():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    tracker.finish("compute", "inc", 4.0, scheduled=False)
+    assert tracker.expected_duration("compute", "double") == 4.0
+    assert tracker.expected_duration("io", "read") == 1.0
+
+
+def test_measured_window_slides():
+    tracker = ModeTracker(window=3, blend=1.0, default_duration=1.0)
+    tracker.observe("communication", 3.0)
+    tracker.finish("compute", "inc", 1.0, scheduled=False)
+    assert tracker.measured_work() == {"communication": 3.0, "compute": 1.0}
+    tracker.finish("compute", "inc", 1.0, scheduled=False)
+    tracker.finish("compute", "inc", 1.0, scheduled=False)  # pushes the transfer out
+    assert tracker.measured_work() == {"compute": 3.0}
+    assert tracker.mode().ratio == float("inf")
+
+
+def test_blend_of_scheduled_and_measured():
+    tracker = ModeTracker(window=4, blend=0.25, default_duration=1.0)
+    tracker.add("compute", "inc")  # scheduled: all compute
+    tracker.observe("communication", 1.0)  # measured: all communication
+    assert tracker.mode().shares == {"compute": 0.75, "communication": 0.25}
+
+
+def test_one_empty_view_gives_the_other():
+    tracker = ModeTracker(window=4, blend=0.5, default_duration=1.0)
+    tracker.observe("communication", 1.0)
+    assert tracker.mode().shares == {"communication": 1.0}
+    assert ModeTracker().mode().shares == {}
+
+
+def test_discard_removes_without_learning():
+    tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "inc")
+    tracker.add("compute", "inc")
+    tracker.discard("compute", "inc")
+    tracker.discard("compute", "never-added")
+    assert tracker.scheduled_work() == {"compute": 1.0}
+    assert tracker.measured_work() == {}
+    assert tracker.finished == 0
+
+
+def test_clear_scheduled_keeps_learning():
+    tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "inc")
+    tracker.finish("compute", "inc", 2.0)
+    tracker.add("compute", "inc")
+    tracker.clear_scheduled()
+    assert tracker.scheduled_work() == {}
+    assert tracker.expected_duration("compute", "inc") == 2.0
+
+
+def test_memory_is_bounded_whatever_the_graph_size():
+    tracker = ModeTracker(window=16, max_groups=32)
+    for i in range(5000):
+        tracker.add("compute", f"prefix-{i}")
+        tracker.finish("compute", f"prefix-{i}", 0.001)
+    assert len(tracker) <= 32 + 4
+    assert len(tracker._ring) == 16
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"window": 0}, "window must be an int >= 1"),
+        ({"window": 2.5}, "window must be an int >= 1"),
+        ({"blend": 1.5}, r"blend must be in \[0, 1\]"),
+        ({"default_duration": 0}, "default_duration must be"),
+        ({"max_groups": 0}, "max_groups must be >= 1"),
+    ],
+)
+def test_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ModeTracker(**kwargs)
+
+
+events = st.lists(
+    st.tuples(st.sampled_from(["add", "finish", "discard", "observe"]), st.sampled_from(["compute", "communication", "io"]),
+              st.sampled_from(["a", "b"]), st.floats(0.0, 10.0)),
+    max_size=200,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(events)
+def test_scheduled_work_equals_count_times_expected(stream):
+    """The O(1) running sums always equal a recomputation from scratch."""
+    tracker = ModeTracker(window=5, blend=0.5, default_duration=0.5)
+    for event, task_type, prefix, seconds in stream:
+        if event == "add":
+            tracker.add(task_type, prefix)
+        elif event == "finish":
+            tracker.finish(task_type, prefix, seconds)
+        elif event == "discard":
+            tracker.discard(task_type, prefix)
+        else:
+            tracker.observe(task_type, seconds)
+    expected = {}
+    for group in tracker._groups.values():
+        if group.count:
+            expected[group.task_type] = expected.get(group.task_type, 0.0) + group.count * group.expected
+    got = tracker.scheduled_work()
+    assert got.keys() == {t for t, w in expected.items() if w > 1e-15}
+    for t in got:
+        assert got[t] == pytest.approx(expected[t], rel=1e-9, abs=1e-9)
+    shares = tracker.mode().shares
+    assert all(v >= 0 for v in shares.values())
+    assert not shares or sum(shares.values()) == pytest.approx(1.0)
