@@ -1,0 +1,378 @@
+"""The compression engine: which tiles to compress, and producing them on demand.
+
+When is a tile worth compressing?
+---------------------------------
+A tile with ``rows x cols = E`` elements and ``k`` non-zeros is stored sparse
+when ``0 < k < T``, dense when ``k >= T``, and not at all when ``k == 0``.
+``threshold`` sets ``T``:
+
+* an integer is ``T`` itself, for every tile (the paper's setting is 128 for
+  128 x 128 tiles);
+* ``None`` (the default) asks the default :class:`CostModel`; a
+  :class:`CostModel` instance asks that one.
+
+The cost model compares the bytes each form makes a matvec move, weighted by
+how fast each kernel moves them, plus the conversion, amortized::
+
+    dense  = s * E                                       (s: bytes per value)
+    sparse = k * (s + i) + p * (rows + 1)                (i: index bytes, p: 4)
+    convert = dense + sparse             (read the block again, write the CSR)
+
+    compress  <=>  w * sparse + convert / R  <  dense
+
+``w`` (``sparse_weight``) is the measured cost of a byte read by the sparse
+kernel relative to a byte streamed by the dense kernel (indirect loads of
+``x``, short rows: a sparse byte is slower). ``R`` (``reuse``) is how many times
+the tile is read in its chosen form after the conversion (matvecs, transfers).
+Solving for ``k`` gives ``T = ceil((dense * (1 - 1/R) - p * (rows + 1) * (w + 1/R))
+/ ((s + i) * (w + 1/R)))``, at least 0. Counting the non-zeros is not charged: it
+is the inspection the decision needs in any case, and the engine pays it only
+when compression is on. The same ``T`` applies to a tile that arrives sparse
+(:meth:`TiledMatrix.from_scipy`), so a matrix gets the same tiles whichever form
+it came in.
+
+With the defaults (``w = 2``, ``R = 16``) a 128 x 128 float64 tile on the wire
+(``uint8`` indices) is compressed below 6563 non-zeros (40% fill), and inside a
+:class:`~asafe.compression.TiledMatrix` (``uint16`` column indices) below 5907
+(36%); a 256 x 256 one below 23729 (36%). The paper compresses below a fixed
+128 (0.8% fill), which keeps Graph500 tiles with hundreds or thousands of
+non-zeros dense. ``w`` was measured with ``python -m benchmarks kernels
+--section calibrate`` (single-thread time of the sparse and the dense kernel on the
+same tiles at fills from 1% to 50%): the per-byte ratio is 1.3 to 1.7 while the
+tiles are cache-resident (the kernels break even near 50% fill) and about 3
+once the sparse data streams from memory (break-even near 27% fill); ``w = 2``
+sits between the two. ``R = 16`` assumes a matrix built once and multiplied
+many times (an iterative solver, a benchmark). The kernels benchmark compares
+the model's choice with the fixed 128.
+
+Producing tiles on demand
+-------------------------
+Deciding needs a pass over the whole block, as costly as one dense multiply, so
+the engine inspects a block only when compression is on. :func:`produce` and
+:func:`maybe_compress` take ``compress``: ``True`` or ``False`` force it, and
+``None`` (the default) asks the runtime, ``asafe.is_on("compression")``, which
+is ``False`` outside an adaptive run. When it is off the block is wrapped as a
+:class:`DenseTile` without reading a single value. :func:`inspection_count`
+counts the blocks inspected in this process (tests and benchmarks read it).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from asafe import is_on
+
+from . import kernels
+from .tiles import DENSE, EMPTY, SPARSE, DenseTile, EmptyTile, SparseTile, Tile, is_integer
+
+__all__ = [
+    "CostModel",
+    "DEFAULT_COST_MODEL",
+    "check_threshold",
+    "tile_threshold",
+    "tile_thresholds",
+    "choose_kind",
+    "produce",
+    "maybe_compress",
+    "decompress",
+    "inspection_count",
+    "record_inspections",
+]
+
+OPTIMIZATION = "compression"
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The byte-cost model that picks a tile's form (see the module docstring).
+
+    Parameters
+    ----------
+    sparse_weight : float
+        Cost of a byte read by the sparse kernel relative to a byte streamed by
+        the dense kernel (``w``, > 0).
+    reuse : float
+        Reads of the tile in its chosen form per conversion (``R``, >= 1).
+    pointer_bytes : int
+        Bytes of a row pointer.
+
+    Examples
+    --------
+    >>> model = CostModel(sparse_weight=1.0, reuse=1e9)
+    >>> model.threshold((128, 128), np.float64)   # the byte break-even: 88% fill
+    14507
+    >>> DEFAULT_COST_MODEL.threshold((128, 128), np.float64)
+    6563
+    """
+
+    sparse_weight: float = 2.0
+    reuse: float = 16.0
+    pointer_bytes: int = 4
+
+    def __post_init__(self):
+        if not self.sparse_weight > 0:
+            raise ValueError(f"sparse_weight must be > 0, got {self.sparse_weight!r}")
+        if not self.reuse >= 1:
+            raise ValueError(f"reuse must be >= 1, got {self.reuse!r}")
+
+    def dense_bytes(self, shape, dtype) -> int:
+        """Bytes of the dense form of a tile.
+
+        Examples
+        --------
+        >>> CostModel().dense_bytes((128, 128), np.float64)
+        131072
+        """
+        rows, cols = shape
+        return rows * cols * np.dtype(dtype).itemsize
+
+    def sparse_bytes(self, shape, dtype, nnz: int, index=None) -> int:
+        """Bytes of the CSR form of a tile with ``nnz`` non-zeros.
+
+        Examples
+        --------
+        >>> CostModel().sparse_bytes((128, 128), np.float64, 100)
+        1416
+        """
+        rows, cols = shape
+        index = kernels.index_dtype(cols) if index is None else np.dtype(index)
+        return nnz * (np.dtype(dtype).itemsize + index.itemsize) + self.pointer_bytes * (rows + 1)
+
+    def threshold(self, shape, dtype, index=None) -> int:
+        """``T``: tiles of this shape are compressed when ``0 < nnz < T``.
+
+        Examples
+        --------
+        >>> CostModel().threshold((0, 5), np.float64)
+        0
+        """
+        return int(self.thresholds(np.array([shape[0]]), np.array([shape[1]]), dtype, index)[0])
+
+    def thresholds(self, rows, cols, dtype, index=None) -> np.ndarray:
+        """Vectorized :meth:`threshold` over arrays of tile heights and widths.
+
+        ``index`` is the index dtype used for every tile (default: the compact
+        dtype of each tile's width).
+
+        Examples
+        --------
+        >>> CostModel().thresholds(np.array([128, 128]), np.array([128, 10]), np.float64)
+        array([6563,  460])
+        """
+        rows = np.asarray(rows, np.float64)
+        cols = np.asarray(cols, np.float64)
+        s = np.dtype(dtype).itemsize
+        if index is None:
+            i = np.where(cols <= 256, 1, np.where(cols <= 65536, 2, 4))
+        else:
+            i = np.dtype(index).itemsize
+        a = self.sparse_weight + 1.0 / self.reuse
+        dense = s * rows * cols
+        bound = (dense * (1.0 - 1.0 / self.reuse) - self.pointer_bytes * (rows + 1) * a) / ((s + i) * a)
+        # 0 <= T <= E + 1: at E + 1 every non-empty tile is compressed
+        return np.clip(np.ceil(bound), 0, rows * cols + 1).astype(np.int64)
+
+
+DEFAULT_COST_MODEL = CostModel()
+
+
+def check_threshold(threshold):
+    """Validate a ``threshold`` argument; return an int or a :class:`CostModel`.
+
+    Examples
+    --------
+    >>> check_threshold(None) is DEFAULT_COST_MODEL, check_threshold(128)
+    (True, 128)
+    >>> check_threshold(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: threshold must be None (the cost model), a CostModel or an integer >= 0, got -1
+    """
+    if threshold is None:
+        return DEFAULT_COST_MODEL
+    if isinstance(threshold, CostModel):
+        return threshold
+    msg = f"threshold must be None (the cost model), a CostModel or an integer >= 0, got {threshold!r}"
+    if not is_integer(threshold):
+        raise TypeError(msg)
+    if threshold < 0:
+        raise ValueError(msg)
+    return int(threshold)
+
+
+def tile_thresholds(rows, cols, dtype, threshold=None, index=None) -> np.ndarray:
+    """``T`` for arrays of tile heights and widths (see :func:`tile_threshold`).
+
+    Examples
+    --------
+    >>> tile_thresholds(np.array([4, 4]), np.array([4, 2]), np.float64, threshold=3)
+    array([3, 3])
+    """
+    threshold = check_threshold(threshold)
+    if isinstance(threshold, CostModel):
+        return threshold.thresholds(rows, cols, dtype, index)
+    return np.full(np.shape(rows), threshold, np.int64)
+
+
+def tile_threshold(shape, dtype=np.float64, threshold=None, index=None) -> int:
+    """``T`` for one tile: it is compressed when ``0 < nnz < T``.
+
+    Parameters
+    ----------
+    shape : (int, int)
+    dtype : dtype-like
+        Value dtype of the tile.
+    threshold : None, int or CostModel
+        ``None``: the default :class:`CostModel`; an int: ``T`` itself.
+    index : dtype-like, optional
+        Index dtype (default: the compact dtype for the tile's width).
+
+    Examples
+    --------
+    >>> tile_threshold((128, 128)), tile_threshold((128, 128), threshold=128)
+    (6563, 128)
+    """
+    return int(tile_thresholds(np.array([shape[0]]), np.array([shape[1]]), dtype, threshold, index)[0])
+
+
+def choose_kind(nnz: int, shape, dtype=np.float64, threshold=None) -> str:
+    """The form a tile with ``nnz`` non-zeros gets: ``"empty"``, ``"sparse"`` or ``"dense"``.
+
+    Examples
+    --------
+    >>> [choose_kind(k, (128, 128), threshold=128) for k in (0, 127, 128)]
+    ['empty', 'sparse', 'dense']
+    """
+    if nnz == 0:
+        return EMPTY
+    return SPARSE if nnz < tile_threshold(shape, dtype, threshold) else DENSE
+
+
+_inspected = 0
+_inspected_lock = threading.Lock()
+
+
+def _record_inspections(blocks: int = 1) -> None:
+    global _inspected
+    with _inspected_lock:
+        _inspected += blocks
+
+
+def inspection_count() -> int:
+    """Blocks inspected (counted for a compression decision) in this process.
+
+    Examples
+    --------
+    >>> before = inspection_count()
+    >>> _ = produce(np.zeros((4, 4)), compress=False)
+    >>> inspection_count() - before
+    0
+    >>> _ = produce(np.zeros((4, 4)), compress=True)
+    >>> inspection_count() - before
+    1
+    """
+    return _inspected
+
+
+def _compress_block(values: np.ndarray, threshold) -> Tile:
+    """Inspect a dense block and return it in the form the threshold picks."""
+    _record_inspections()
+    total, counts = kernels.count_nonzero_rows(values)
+    kind = choose_kind(total, values.shape, values.dtype, threshold)
+    if kind == EMPTY:
+        return EmptyTile(values.shape, values.dtype)
+    if kind == SPARSE:
+        indptr, indices, data = kernels.dense_to_csr(values, counts)
+        return SparseTile._from_parts(values.shape, indptr, indices, data)
+    return DenseTile(values)
+
+
+def _wants_compression(compress) -> bool:
+    if compress is None:
+        return is_on(OPTIMIZATION)
+    return bool(compress)
+
+
+def produce(block, compress=None, threshold=None) -> Tile:
+    """Emit a dense block as a tile, compressed when compression is on and it pays.
+
+    Parameters
+    ----------
+    block : array_like, 2-D
+        The dense block (float64 or float32; other real dtypes are converted).
+    compress : bool or None
+        ``None`` asks the runtime (``asafe.is_on("compression")``); ``False``
+        wraps the block as a :class:`DenseTile` without reading its values;
+        ``True`` inspects it and picks the form by ``threshold``.
+    threshold : None, int or CostModel
+        See :func:`tile_threshold`.
+
+    Returns
+    -------
+    DenseTile, SparseTile or EmptyTile
+
+    Examples
+    --------
+    >>> block = np.zeros((128, 128)); block[0, :3] = 1.0
+    >>> produce(block).kind                  # outside an adaptive run: off
+    'dense'
+    >>> produce(block, compress=True)
+    SparseTile(shape=(128, 128), dtype=float64, nnz=3, nbytes=543)
+    >>> produce(np.zeros((2, 2)), compress=True).kind
+    'empty'
+    """
+    tile = DenseTile(block)  # no inspection: a check of shape and dtype, no copy
+    if not _wants_compression(compress):
+        return tile
+    return _compress_block(tile.values, threshold)
+
+
+def maybe_compress(tile: Tile, compress=None, threshold=None) -> Tile:
+    """Compress a :class:`DenseTile` when compression is on and it pays.
+
+    Sparse and empty tiles are returned unchanged; so is a dense tile that
+    stays dense (the same object).
+
+    Examples
+    --------
+    >>> t = DenseTile(np.eye(128))
+    >>> maybe_compress(t) is t
+    True
+    >>> maybe_compress(t, compress=True).kind
+    'sparse'
+    """
+    if not isinstance(tile, Tile):
+        raise TypeError(f"maybe_compress expects a Tile, got {type(tile).__name__}; use produce() for arrays")
+    if tile.kind != DENSE or not _wants_compression(compress):
+        return tile
+    new = _compress_block(tile.values, threshold)
+    return tile if new.kind == DENSE else new
+
+
+def decompress(tile: Tile) -> DenseTile:
+    """The tile as a :class:`DenseTile` (the same object if it already is one).
+
+    Examples
+    --------
+    >>> decompress(EmptyTile((1, 2))).to_dense()
+    array([[0., 0.]])
+    """
+    if not isinstance(tile, Tile):
+        raise TypeError(f"decompress expects a Tile, got {type(tile).__name__}")
+    if tile.kind == DENSE:
+        return tile
+    return DenseTile(tile.to_dense())
+
+
+def record_inspections(blocks: int) -> None:
+    """Add ``blocks`` to :func:`inspection_count` (whole-matrix constructors call it).
+
+    Examples
+    --------
+    >>> before = inspection_count(); record_inspections(3); inspection_count() - before
+    3
+    """
+    _record_inspections(blocks)
+

@@ -1,0 +1,691 @@
+"""Numba kernels of the tile engine, behind a thin typed dispatcher.
+
+What the kernels walk
+---------------------
+A :class:`~asafe.compression.TiledMatrix` never hands the kernels Python
+objects. Its tiles are flattened into a few arrays (a
+:class:`~asafe.compression.layout.Layout`, see that module): the dense tiles of
+tile row ``I`` are ``dense_ptr[I]:dense_ptr[I + 1]``, tile ``t`` sits in tile
+column ``dense_col[t]`` and is stored row-major and contiguous at
+``dense_values[dense_off[t]:]``; the sparse tiles of all tile rows are one CSR
+(``row_ptr``, ``col``, ``data``) whose rows hold only the non-zeros of sparse
+tiles, with narrow unsigned column indices (``uint16`` up to 65536 columns).
+
+Parallel matvec
+---------------
+``y = A @ x`` is parallel (``prange``) over *row segments*: ``(tile row, first
+row, last row)`` triples grouped into one chunk per thread so that every chunk
+carries about the same estimated work (see :func:`work_estimate`). Splitting
+inside a tile row keeps the chunks balanced when dense tiles cluster in a few
+tile rows. A chunk owns its output rows: no races, no reduction. ``A.T @ x``
+gives every chunk a private float64 output and sums them.
+
+The inner loops:
+
+* dense tiles: a contiguous dot product over one row of one tile, compiled
+  with ``fastmath={"reassoc", "contract"}`` so that LLVM vectorizes it (no
+  ``nnan``/``ninf``: NaN and Inf keep IEEE semantics); it runs at the speed of
+  a one-thread BLAS ``dgemv`` on the same data;
+* sparse rows: a scalar loop *without* fastmath (vectorizing a gather over
+  rows of a few non-zeros is slower), with unsigned positions and indices so
+  that no negative-index wraparound test sits in the loop, and two
+  accumulators; on one thread it runs 1.6 to 1.75x faster than scipy's CSR
+  loop on Graph500 rows (scales 11 to 14).
+
+Accumulation is always float64, also for float32 values; ``x`` and ``y`` are
+float64 (the :class:`~asafe.compression.TiledMatrix` methods convert).
+
+Concurrent callers
+------------------
+Only one thread of a process runs a parallel kernel at a time; a product
+called while another one is running in parallel (Dask's threaded scheduler runs
+several tasks at once) takes the serial kernel instead of waiting. The tasks
+are then the parallelism: the cores are not oversubscribed, and numba's
+``workqueue`` layer, which must not be entered from two threads at once, never
+is. ``parallel=True`` or ``False`` passed to :func:`matvec` forces a path
+(``True`` still falls back to serial while the slot is taken).
+
+Serial or parallel
+------------------
+A problem whose estimated work is below ``serial_work`` runs the serial kernel
+and pays no thread wake-up. Above it, each matrix keeps a :class:`PathChooser`
+that times both kernels on its first calls and then runs the faster, probing
+the other one now and then (every 16 calls at first, every 1024 once the
+choice is stable): on a quiet machine the parallel kernel wins, while on a
+shared one whose other processes keep the cores busy every parallel region
+waits for a descheduled worker and the serial kernel is faster -- measured
+here, 0.15 ms against 0.02 ms for the same product. The choice follows the
+machine rather than a constant.
+
+Settings are read once, on first use, from
+``dask.config`` (``asafe.compression.threads``: chunks per call, default
+numba's thread count; ``asafe.compression.serial-work``) and can be changed
+with :func:`configure`. The default threshold, 100,000 work units (about 25 us
+of serial work: 100,000 dense elements or 40,000 sparse non-zeros), is where an
+even split over 2 threads saves more than the wake-up of a passive OpenMP team,
+measured at 9 us per parallel region on the development machine (an empty
+``prange`` region, 2,000 calls). ``python -m benchmarks kernels --section
+crossover`` measures serial against parallel kernels on growing problems and
+suggests a value for the machine it runs on.
+
+The BLAS spin hazard
+--------------------
+OpenBLAS worker threads busy-wait for a while after every BLAS call, and GNU
+OpenMP threads (numba's ``omp`` threading layer, the one installed here) spin
+at the end of every parallel region by default. With as many threads as cores,
+a parallel numba kernel right after numpy's multithreaded ``D @ x`` shares its
+cores with spinning BLAS threads; a spinning OpenMP team in turn starves the
+next BLAS call and every other process on the machine. Measured on the 2
+shared cores of the development machine while other processes kept them busy
+(``python -m benchmarks kernels --section hazard``: scale 10 and 11, dense
+fraction 0.25, parallel kernel forced): with GNU OpenMP's default policy the
+tiled product took 10 to 16 ms back to back, with ``ACTIVE`` 12 to 18 ms, and
+with ``PASSIVE`` 0.06 to 0.37 ms. With ``PASSIVE``, the product right after
+``D @ x`` took 2.5 to 3x its back-to-back time -- about as much as right after
+``D.sum()``, which reads the same 32 MB without BLAS threads: what remains is
+``D`` evicting the tiled data from the caches, not spinning.
+
+Mitigation, applied by this module at import: ``OMP_WAIT_POLICY=PASSIVE`` is
+set in the environment unless the user set it (numba loads its OpenMP layer on
+the first parallel call, after this module is imported, so the setting reaches
+it; when another library loaded an OpenMP runtime earlier in the process, set
+the variable before starting Python instead). Child processes (Dask's
+``processes`` scheduler, distributed workers) inherit it. Idle OpenMP threads
+then sleep on a futex instead of spinning: a woken thread gets a core at once,
+even from a spinning BLAS thread, and our team never steals cycles from BLAS or
+from other processes. The residual cost, a futex wake-up per parallel region
+(9 us here), is kept off small problems by the serial path and off contended
+machines by the measured choice of path above. Code that alternates BLAS and
+these kernels in a tight loop can also limit BLAS to one thread with
+:func:`threadpoolctl.threadpool_limits` (a matrix-vector product is memory
+bound: one BLAS thread loses little); the hazard section measures that too.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+if "OMP_WAIT_POLICY" not in os.environ:  # see "The BLAS spin hazard" above
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+import numba  # noqa: E402  (after the environment is set)
+from numba import njit, prange  # noqa: E402
+
+__all__ = [
+    "Settings",
+    "settings",
+    "configure",
+    "matvec",
+    "rmatvec",
+    "PathChooser",
+    "work_estimate",
+    "index_dtype",
+    "count_nonzero_rows",
+    "dense_to_csr",
+    "csr_to_dense",
+    "csr_matvec",
+]
+
+_FASTMATH = {"reassoc", "contract"}
+_JIT = dict(nogil=True, cache=True)
+_JIT_FAST = dict(nogil=True, cache=True, fastmath=_FASTMATH)
+_ONE = np.uint64(1)
+_TWO = np.uint64(2)
+
+# Work units of the balance and serial-path estimates, in dense-element
+# equivalents (measured relative costs of the inner loops): a sparse non-zero
+# costs an index load and an indirect load of x, a row costs two pointer loads,
+# a branch and a store.
+W_DENSE = 1.0
+W_NONZERO = 2.5
+W_ROW = 4.0
+
+
+def index_dtype(width: int) -> np.dtype:
+    """The compact unsigned index dtype for column indices below ``width``.
+
+    Parameters
+    ----------
+    width : int
+        The tile width (in-tile indices) or the matrix width.
+
+    Returns
+    -------
+    numpy.dtype
+        ``uint8`` up to 256, ``uint16`` up to 65536, ``uint32`` up to 2**32,
+        else ``uint64``.
+
+    Examples
+    --------
+    >>> index_dtype(128), index_dtype(256), index_dtype(257), index_dtype(65536)
+    (dtype('uint8'), dtype('uint8'), dtype('uint16'), dtype('uint16'))
+    """
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if width <= int(np.iinfo(dtype).max) + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+# ---------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Kernel settings, read once (see :func:`settings` and :func:`configure`).
+
+    Attributes
+    ----------
+    threads : int
+        Number of parallel chunks a product is cut into (numba's thread count
+        by default).
+    serial_work : float
+        Problems with less estimated work (see :func:`work_estimate`) run the
+        serial kernel.
+
+    Examples
+    --------
+    >>> Settings(threads=2, serial_work=1000.0).threads
+    2
+    """
+
+    threads: int
+    serial_work: float
+
+
+DEFAULT_SERIAL_WORK = 100_000.0
+_settings: Settings | None = None
+_settings_lock = threading.Lock()
+
+
+def _read_settings() -> Settings:
+    import dask.config
+
+    threads = dask.config.get("asafe.compression.threads", default=None)
+    serial = dask.config.get("asafe.compression.serial-work", default=None)
+    threads = int(threads) if threads else numba.get_num_threads()
+    serial = float(serial) if serial is not None else DEFAULT_SERIAL_WORK
+    return Settings(threads=max(1, threads), serial_work=serial)
+
+
+def settings() -> Settings:
+    """The kernel settings, read from ``dask.config`` on first use.
+
+    Examples
+    --------
+    >>> settings().threads >= 1
+    True
+    """
+    global _settings
+    if _settings is None:
+        with _settings_lock:
+            if _settings is None:
+                _settings = _read_settings()
+    return _settings
+
+
+def configure(threads: int | None = None, serial_work: float | None = None) -> Settings:
+    """Change the kernel settings; ``None`` keeps a setting. Returns the old ones.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Number of parallel chunks per product (1 makes every call serial).
+    serial_work : float, optional
+        Work below which the serial kernel runs (0: always parallel).
+
+    Examples
+    --------
+    >>> old = configure(serial_work=0)
+    >>> settings().serial_work
+    0.0
+    >>> _ = configure(threads=old.threads, serial_work=old.serial_work)
+    """
+    global _settings
+    old = settings()
+    if threads is not None and (isinstance(threads, bool) or int(threads) < 1):
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    if serial_work is not None and float(serial_work) < 0:
+        raise ValueError(f"serial_work must be >= 0, got {serial_work!r}")
+    with _settings_lock:
+        _settings = Settings(
+            threads=old.threads if threads is None else int(threads),
+            serial_work=old.serial_work if serial_work is None else float(serial_work),
+        )
+    return old
+
+
+def work_estimate(layout) -> float:
+    """Estimated work of one product with ``layout``, in dense-element units.
+
+    A dense element counts ``W_DENSE`` (1), a sparse non-zero ``W_NONZERO``
+    (2.5) and a matrix row ``W_ROW`` (4).
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> work_estimate(TiledMatrix.from_dense(np.ones((4, 4)), 2).layout)
+    32.0
+    """
+    return float(layout.row_work().sum())
+
+
+# ---------------------------------------------------------------------------
+# matvec and rmatvec kernels
+# ---------------------------------------------------------------------------
+
+
+@njit(**_JIT)
+def _sparse_rows(g0, g1, x, acc, row_ptr, col, data):
+    """acc[i] = (sparse part of row g0 + i) @ x, for rows g0:g1.
+
+    Two accumulators (even and odd positions) halve the chain of dependent
+    additions: 1.5x faster than one on Graph500 rows.
+    """
+    for g in range(g0, g1):
+        k = np.uint64(row_ptr[g])
+        end = np.uint64(row_ptr[g + 1])
+        s0 = 0.0
+        s1 = 0.0
+        while k + _ONE < end:
+            s0 += np.float64(data[k]) * x[col[k]]
+            s1 += np.float64(data[k + _ONE]) * x[col[k + _ONE]]
+            k += _TWO
+        if k < end:
+            s0 += np.float64(data[k]) * x[col[k]]
+        acc[g - g0] = s0 + s1
+
+
+@njit(**_JIT_FAST)
+def _dense_rows(lo, hi, n, tile, x, acc, t0, t1, dense_col, dense_off, dense_values):
+    """acc[r - lo] += rows lo:hi of dense tiles t0:t1 (one tile row) @ x."""
+    for t in range(t0, t1):
+        c0 = dense_col[t] * tile
+        w = min(tile, n - c0)
+        xs = x[c0:c0 + w]
+        base = dense_off[t]
+        for r in range(lo, hi):
+            a = dense_values[base + r * w:base + r * w + w]
+            s = 0.0
+            for c in range(w):
+                s += np.float64(a[c]) * xs[c]
+            acc[r - lo] += s
+
+
+@njit(**_JIT)
+def _segment(row, lo, hi, n, tile, x, y,
+             dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    """y[rows lo:hi of tile row ``row``] = those rows @ x."""
+    r0 = row * tile
+    acc = y[r0 + lo:r0 + hi]
+    _sparse_rows(r0 + lo, r0 + hi, x, acc, row_ptr, col, data)
+    _dense_rows(lo, hi, n, tile, x, acc, dense_ptr[row], dense_ptr[row + 1],
+                dense_col, dense_off, dense_values)
+
+
+@njit(parallel=True, **_JIT)
+def _matvec_parallel(chunk_ptr, seg_row, seg_lo, seg_hi, n, tile, x, y,
+                     dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    for c in prange(chunk_ptr.size - 1):
+        for s in range(chunk_ptr[c], chunk_ptr[c + 1]):
+            _segment(seg_row[s], seg_lo[s], seg_hi[s], n, tile, x, y,
+                     dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data)
+
+
+@njit(**_JIT)
+def _matvec_serial(m, n, tile, x, y,
+                   dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    for row in range(dense_ptr.size - 1):
+        _segment(row, 0, min(tile, m - row * tile), n, tile, x, y,
+                 dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data)
+
+
+@njit(**_JIT)
+def _rsparse_rows(g0, g1, x, y, row_ptr, col, data):
+    """y += (sparse part of rows g0:g1).T @ x[g0:g1]."""
+    for g in range(g0, g1):
+        xg = np.float64(x[g])
+        k = np.uint64(row_ptr[g])
+        end = np.uint64(row_ptr[g + 1])
+        while k < end:
+            y[col[k]] += np.float64(data[k]) * xg
+            k += _ONE
+
+
+@njit(**_JIT_FAST)
+def _rdense_rows(lo, hi, r0, n, tile, x, y, t0, t1, dense_col, dense_off, dense_values):
+    """y += (rows lo:hi of dense tiles t0:t1).T @ x[those rows]."""
+    for t in range(t0, t1):
+        c0 = dense_col[t] * tile
+        w = min(tile, n - c0)
+        ys = y[c0:c0 + w]
+        base = dense_off[t]
+        for r in range(lo, hi):
+            a = dense_values[base + r * w:base + r * w + w]
+            xr = np.float64(x[r0 + r])
+            for c in range(w):
+                ys[c] += np.float64(a[c]) * xr
+
+
+@njit(**_JIT)
+def _rsegment(row, lo, hi, n, tile, x, y,
+              dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    r0 = row * tile
+    _rsparse_rows(r0 + lo, r0 + hi, x, y, row_ptr, col, data)
+    _rdense_rows(lo, hi, r0, n, tile, x, y, dense_ptr[row], dense_ptr[row + 1],
+                 dense_col, dense_off, dense_values)
+
+
+@njit(parallel=True, **_JIT)
+def _rmatvec_parallel(chunk_ptr, seg_row, seg_lo, seg_hi, n, tile, x, partial,
+                      dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    for c in prange(chunk_ptr.size - 1):
+        y = partial[c]
+        y[:] = 0.0
+        for s in range(chunk_ptr[c], chunk_ptr[c + 1]):
+            _rsegment(seg_row[s], seg_lo[s], seg_hi[s], n, tile, x, y,
+                      dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data)
+
+
+@njit(**_JIT)
+def _rmatvec_serial(m, n, tile, x, y,
+                    dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data):
+    y[:] = 0.0
+    for row in range(dense_ptr.size - 1):
+        _rsegment(row, 0, min(tile, m - row * tile), n, tile, x, y,
+                  dense_ptr, dense_col, dense_off, dense_values, row_ptr, col, data)
+
+
+# One parallel product at a time per process (see "Concurrent callers" above).
+_parallel_slot = threading.Lock()
+
+
+class PathChooser:
+    """Picks the serial or the parallel kernel for one matrix from measured times.
+
+    Keeps the last ``keep`` times of each path and runs the one with the lower
+    median; until each path has ``warm`` times it alternates. Every ``period``
+    calls it runs the other path once (a probe), so a change of conditions (a
+    core taken by another process, BLAS threads spinning) is noticed; the
+    period doubles while probes confirm the choice, up to ``max_period``, and
+    falls back to ``min_period`` when one changes it.
+
+    Examples
+    --------
+    >>> chooser = PathChooser()
+    >>> chooser.choose()                        # no times yet: parallel first
+    True
+    >>> chooser.record(True, 2e-3); chooser.choose()   # then serial
+    False
+    >>> for _ in range(3):
+    ...     chooser.record(True, 2e-3); chooser.record(False, 1e-3)
+    >>> chooser.choose()                        # serial measured faster
+    False
+    """
+
+    __slots__ = ("times", "calls", "period", "next_probe", "last_best")
+
+    warm = 3
+    keep = 5
+    min_period = 16
+    max_period = 1024
+
+    def __init__(self) -> None:
+        self.times: tuple[list[float], list[float]] = ([], [])  # serial, parallel
+        self.calls = 0
+        self.period = self.min_period
+        self.next_probe = self.min_period
+        self.last_best: bool | None = None
+
+    def _median(self, parallel: bool) -> float:
+        times = sorted(self.times[parallel])
+        return times[len(times) // 2]
+
+    def choose(self) -> bool:
+        """True: run the parallel kernel."""
+        self.calls += 1
+        serial, parallel = self.times
+        if len(parallel) < self.warm or len(serial) < self.warm:
+            return len(parallel) <= len(serial)
+        best = self._median(True) < self._median(False)
+        if best != self.last_best:
+            if self.last_best is not None:
+                self.period = self.min_period
+            self.last_best = best
+        if self.calls >= self.next_probe:
+            self.next_probe = self.calls + self.period
+            self.period = min(2 * self.period, self.max_period)
+            return not best
+        return best
+
+    def record(self, parallel: bool, seconds: float) -> None:
+        """Add the time of one call of a path."""
+        times = self.times[parallel]
+        times.append(seconds)
+        if len(times) > self.keep:
+            del times[0]
+
+
+def _chooser(layout, key: str) -> PathChooser:
+    chooser = layout._cache.get(key)
+    if chooser is None:
+        chooser = layout._cache[key] = PathChooser()
+    return chooser
+
+
+def _pick(layout, parallel, key: str, cfg: Settings):
+    """``(parallel, chooser)``: the path to run, and the chooser to tell its time (or None)."""
+    if parallel is not None:
+        return bool(parallel), None
+    if cfg.threads == 1 or layout.work() < cfg.serial_work:
+        return False, None
+    chooser = _chooser(layout, key)
+    return chooser.choose(), chooser
+
+
+def _matvec_parallel_call(layout, x, y, threads) -> None:
+    m, n = layout.shape
+    _matvec_parallel(*layout.chunks(threads), n, layout.tile, x, y, *layout.kernel_arrays())
+
+
+def _rmatvec_parallel_call(layout, x, y, threads) -> None:
+    m, n = layout.shape
+    chunks = layout.chunks(threads)
+    partial = np.empty((chunks[0].size - 1, n), np.float64)
+    _rmatvec_parallel(*chunks, n, layout.tile, x, partial, *layout.kernel_arrays())
+    np.sum(partial, axis=0, out=y)
+
+
+def _run(layout, x, y, parallel, key, serial_kernel, parallel_call) -> None:
+    cfg = settings()
+    parallel, chooser = _pick(layout, parallel, key, cfg)
+    if not parallel and chooser is None:  # the common small case: no timing, no lock
+        m, n = layout.shape
+        serial_kernel(m, n, layout.tile, x, y, *layout.kernel_arrays())
+        return
+    start = time.perf_counter()
+    ran_parallel = False
+    if parallel and _parallel_slot.acquire(blocking=False):
+        try:
+            parallel_call(layout, x, y, cfg.threads)
+            ran_parallel = True
+        finally:
+            _parallel_slot.release()
+    else:
+        m, n = layout.shape
+        serial_kernel(m, n, layout.tile, x, y, *layout.kernel_arrays())
+    if chooser is not None:
+        chooser.record(ran_parallel, time.perf_counter() - start)
+
+
+def matvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+    """``y[:] = A @ x`` for the matrix flattened in ``layout``.
+
+    The typed entry point of the kernels: ``x`` must be a C-contiguous float64
+    vector of length ``n`` and ``y`` a C-contiguous float64 vector of length
+    ``m`` (the :class:`~asafe.compression.TiledMatrix` methods check user input
+    and convert it). ``parallel=None`` runs the serial kernel below
+    ``settings().serial_work`` and above it the path a :class:`PathChooser`
+    measured faster for this matrix; ``True`` or ``False`` force a path.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> A = TiledMatrix.from_dense(np.eye(3), tile=2)
+    >>> matvec(A.layout, np.arange(3.0), np.empty(3))
+    array([0., 1., 2.])
+    """
+    _run(layout, x, y, parallel, "path", _matvec_serial, _matvec_parallel_call)
+    return y
+
+
+def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+    """``y[:] = A.T @ x`` for the matrix flattened in ``layout``.
+
+    Same contract as :func:`matvec`, with ``x`` of length ``m`` and ``y`` of
+    length ``n``; the parallel kernel gives each chunk a private float64
+    output and sums them.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> A = TiledMatrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]), tile=1)
+    >>> rmatvec(A.layout, np.array([1.0, 1.0]), np.empty(2))
+    array([1., 5.])
+    """
+    if layout.shape[1] == 0:
+        return y
+    _run(layout, x, y, parallel, "rpath", _rmatvec_serial, _rmatvec_parallel_call)
+    return y
+
+
+# ---------------------------------------------------------------------------
+# Single-tile conversions (count, then fill) and products
+# ---------------------------------------------------------------------------
+
+
+@njit(**_JIT)
+def _count_rows(block, counts):
+    rows, cols = block.shape
+    total = 0
+    for r in range(rows):
+        k = 0
+        for c in range(cols):
+            if block[r, c] != 0:
+                k += 1
+        counts[r] = k
+        total += k
+    return total
+
+
+def count_nonzero_rows(block: np.ndarray) -> tuple[int, np.ndarray]:
+    """Count the non-zeros of each row of a 2-D block (one pass over it).
+
+    NaN counts as non-zero (it is not equal to 0), ``-0.0`` as zero.
+
+    Returns
+    -------
+    total : int
+    counts : numpy.ndarray of int64, one per row
+
+    Examples
+    --------
+    >>> count_nonzero_rows(np.array([[0.0, 1.0], [np.nan, 2.0]]))
+    (3, array([1, 2]))
+    """
+    counts = np.empty(block.shape[0], np.int64)
+    total = _count_rows(block, counts)
+    return int(total), counts
+
+
+@njit(**_JIT)
+def _fill_csr(block, indptr, indices, data):
+    rows, cols = block.shape
+    k = 0
+    for r in range(rows):
+        for c in range(cols):
+            v = block[r, c]
+            if v != 0:
+                indices[k] = c
+                data[k] = v
+                k += 1
+        indptr[r + 1] = k
+
+
+def dense_to_csr(block: np.ndarray, counts: np.ndarray | None = None, index=None):
+    """Convert a dense 2-D block to CSR arrays with compact column indices.
+
+    ``counts`` (from :func:`count_nonzero_rows`) skips the counting pass.
+
+    Returns
+    -------
+    indptr : int32 array (int64 for blocks over 2**31 elements)
+    indices : compact unsigned array (see :func:`index_dtype`)
+    data : array of the block's dtype
+
+    Examples
+    --------
+    >>> indptr, indices, data = dense_to_csr(np.array([[0.0, 5.0], [6.0, 0.0]]))
+    >>> indptr, indices, data
+    (array([0, 1, 2], dtype=int32), array([1, 0], dtype=uint8), array([5., 6.]))
+    """
+    rows, cols = block.shape
+    if counts is None:
+        total, counts = count_nonzero_rows(block)
+    else:
+        total = int(counts.sum())
+    indptr = np.zeros(rows + 1, np.int32 if rows * cols < 2**31 else np.int64)
+    indices = np.empty(total, index_dtype(cols) if index is None else index)
+    data = np.empty(total, block.dtype)
+    _fill_csr(block, indptr, indices, data)
+    return indptr, indices, data
+
+
+@njit(**_JIT)
+def _csr_to_dense(indptr, indices, data, out):
+    for r in range(out.shape[0]):
+        for k in range(indptr[r], indptr[r + 1]):
+            out[r, indices[k]] += data[k]
+
+
+def csr_to_dense(indptr, indices, data, shape, dtype=None) -> np.ndarray:
+    """Expand CSR arrays into a new dense array (duplicates are summed).
+
+    Examples
+    --------
+    >>> csr_to_dense(np.array([0, 1, 1]), np.array([1], np.uint8), np.array([7.0]), (2, 2))
+    array([[0., 7.],
+           [0., 0.]])
+    """
+    out = np.zeros(shape, data.dtype if dtype is None else dtype)
+    _csr_to_dense(indptr, indices, data, out)
+    return out
+
+
+@njit(**_JIT)
+def _csr_matvec(indptr, indices, data, x, y):
+    for r in range(indptr.size - 1):
+        s = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            s += np.float64(data[k]) * x[indices[k]]
+        y[r] = s
+
+
+def csr_matvec(indptr, indices, data, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``y[:] = S @ x`` for one CSR block (float64 ``x`` and ``y``).
+
+    Examples
+    --------
+    >>> csr_matvec(np.array([0, 1, 2], np.int32), np.array([1, 0], np.uint8),
+    ...            np.array([5.0, 6.0]), np.array([1.0, 2.0]), np.empty(2))
+    array([10.,  6.])
+    """
+    _csr_matvec(indptr, indices, data, x, y)
+    return y
+
+
