@@ -1,1 +1,14 @@
-"""asafe benchmark suites, run from a checkout as ``python -m benchmarks SUITE``."""
+"""asafe benchmark suites, run from a checkout as ``python -m benchmarks SUITE``.
+
+Modules:
+
+* :mod:`benchmarks.stats`: pure statistics (median CI from order statistics,
+  percentiles, spread, bootstrap ratio interval, Mann-Whitney, stop rule);
+* :mod:`benchmarks.harness`: :func:`~benchmarks.harness.measure`,
+  :func:`~benchmarks.harness.speedup`, :func:`~benchmarks.harness.environment`,
+  :class:`~benchmarks.harness.Results` and table/figure helpers, used by every suite;
+* one module per suite (``overhead``; ``kernels``, ``phased``, ``paper`` as they are
+  added), each with ``main(argv) -> int``; :mod:`benchmarks.__main__` dispatches.
+
+The rules every number follows are in ``BENCHMARKING.md`` of the project.
+"""

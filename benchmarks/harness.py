@@ -1,0 +1,898 @@
+"""The benchmark harness: measure variants side by side, compare, record, report.
+
+Every suite (``kernels``, ``phased``, ``overhead``, ``paper``) measures with this
+module, so each number obeys ``/work/shared/BENCHMARKING.md`` (after Hoefler &
+Belli, "Scientific benchmarking of parallel computing systems", SC15; see
+``/work/shared/seeds/``). The statistics live in :mod:`benchmarks.stats` (pure, no
+Dask); this module adds the clock, the bookkeeping and the output.
+
+What :func:`measure` does, in order
+-----------------------------------
+1. **Warm-up apart (rule 2).** Each variant is called ``warmup`` times first. Those
+   calls (JIT compilation, first touch, caches) are timed and kept in
+   :attr:`Measurement.warmup_s` / ``warmup_times``, never in the samples.
+2. **Correct first (rule 1).** ``check(name, result)`` is called on every warm-up
+   result and on the result of every measured sample, outside the timed region. A
+   variant whose check raises (or that raises itself) is marked
+   :attr:`Measurement.failed` with the message, its samples are dropped and it is
+   never timed again. In a batched sample (below) the result of the last call is
+   checked.
+3. **Loop calibration (rule 3).** A variant whose call takes less than
+   ``min_sample_time`` is batched: ``k`` calls per sample, ``k`` doubled from 1
+   until one sample lasts ``min_sample_time``; a sample's value is its time divided
+   by ``k`` (per-call seconds). ``k`` is :attr:`Measurement.loops`. The last
+   calibration sample (the one with the final ``k``) is kept as the first sample.
+4. **Interleaved (rule 5).** Then rounds of one sample per live variant, the order
+   rotated every round (A B C, B C A, C A B, ...), so drift and interference of a
+   shared machine spread evenly over the variants. The callables close over the
+   same inputs.
+5. **Stop rule decided by the data (rule 3).** After each round: stop when every
+   live variant has ``min_samples`` and the 95% CI of its median is within
+   +-``rel_ci`` of that median; otherwise go on until ``max_samples`` rounds or
+   ``max_seconds`` of sampling (warm-up and calibration not counted), and record
+   that the target was not reached (:attr:`Measurement.reached_target`).
+
+Each :class:`Measurement` carries the median, its distribution-free 95% CI, p95,
+p99, min, spread (IQR/median) and an ``unstable`` flag (spread above 10% of the
+median or CI target not reached) with its reason. :func:`speedup` compares two of
+them: ratio of medians with a bootstrap interval and a Mann-Whitney test, always
+with the base case's absolute median (rule 6). :class:`Results` writes
+``<out>/<suite>/results.json`` with the machine's :func:`environment` and draws
+PNGs next to it; every unstable or failed measurement added to it is warned about
+on stderr and recorded in the file.
+
+The clock is :func:`time.perf_counter`. The garbage collector stays enabled: its
+pauses are part of the cost of Python code, and interleaving spreads them evenly.
+
+Example
+-------
+::
+
+    import numpy as np
+    from benchmarks.harness import Results, measure, plot_samples, speedup, summary_table
+
+    A, x = np.random.default_rng(0).random((500, 500)), np.ones(500)
+    reference = A.sum(axis=1)                      # independent reference (rule 1)
+
+    def check(name, y):
+        np.testing.assert_allclose(y, reference, rtol=1e-10)
+
+    m = measure({"matmul": lambda: A @ x, "einsum": lambda: np.einsum("ij,j->i", A, x)}, check=check)
+    s = speedup(m["einsum"], m["matmul"])          # base first: median(einsum) / median(matmul)
+    print(summary_table(m)); print(s)              # s prints the base's absolute time too (rule 6)
+    results = Results("example")                   # files go to results/example/
+    results.add("matvec", m); results.add("matmul_vs_einsum", s)
+    with results.figure("samples") as (fig, path):
+        plot_samples(fig.subplots(), m)
+    results.save()                                 # results/example/results.json
+
+Command-line suites share :func:`add_common_arguments` (``--quick``, ``--out``,
+``--max-seconds``, ``--rel-ci``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import stats
+
+__all__ = [
+    "Measurement",
+    "Speedup",
+    "measure",
+    "speedup",
+    "environment",
+    "Results",
+    "format_table",
+    "format_seconds",
+    "summary_table",
+    "plot_samples",
+    "add_common_arguments",
+    "to_jsonable",
+]
+
+#: Largest loop count of the calibration (a call this fast is below timer noise).
+MAX_LOOPS = 1 << 24
+
+
+# --------------------------------------------------------------------------- results
+@dataclasses.dataclass
+class Measurement:
+    """The steady-state timings of one variant, in seconds per call.
+
+    Attributes
+    ----------
+    name : str
+    samples : list of float
+        Per-call seconds of each measured sample (empty when ``failed``).
+    n : int
+    median : float
+        NaN when failed.
+    ci95 : (float, float)
+        Distribution-free 95% CI of the median (order statistics). With fewer than
+        6 samples it is ``[min, max]`` with lower coverage: ``ci_exact`` False,
+        ``ci_coverage`` says how much.
+    ci_coverage : float
+    ci_exact : bool
+    p95, p99, min, max, mean : float
+    spread : float
+        IQR / median.
+    reached_target : bool
+        Whether the stop rule's CI target (+-``rel_ci``) was met.
+    stop_reason : str
+    rel_ci : float
+        The target used.
+    warmup_s : float
+        Duration of the first warm-up call (JIT, first touch), NaN with no warm-up.
+    warmup_times : list of float
+        Every warm-up call.
+    loops : int
+        Calls per sample (loop calibration).
+    checks : int
+        How many results ``check`` accepted (warm-up, calibration and samples).
+    failed : str or None
+        Why the variant failed (wrong result or exception); it was then not timed.
+    """
+
+    name: str
+    samples: list[float]
+    n: int
+    median: float
+    ci95: tuple[float, float]
+    ci_coverage: float
+    ci_exact: bool
+    p95: float
+    p99: float
+    min: float
+    max: float
+    mean: float
+    spread: float
+    reached_target: bool
+    stop_reason: str
+    rel_ci: float
+    warmup_s: float
+    warmup_times: list[float]
+    loops: int
+    checks: int
+    failed: str | None = None
+
+    @classmethod
+    def from_samples(
+        cls,
+        name: str,
+        samples: Sequence[float],
+        *,
+        reached_target: bool = True,
+        stop_reason: str = "",
+        rel_ci: float = 0.05,
+        warmup_times: Sequence[float] = (),
+        loops: int = 1,
+        checks: int = 0,
+        failed: str | None = None,
+    ) -> Measurement:
+        """Build a measurement from per-call seconds (also used by tests and suites
+        that time something other than a Python call, such as a cluster event)."""
+        warm = [float(t) for t in warmup_times]
+        common = dict(
+            name=name, reached_target=bool(reached_target), stop_reason=stop_reason, rel_ci=float(rel_ci),
+            warmup_s=warm[0] if warm else math.nan, warmup_times=warm, loops=int(loops), checks=int(checks),
+            failed=failed,
+        )
+        if failed is not None or len(samples) == 0:
+            nan = math.nan
+            return cls(samples=[], n=0, median=nan, ci95=(nan, nan), ci_coverage=nan, ci_exact=False,
+                       p95=nan, p99=nan, min=nan, max=nan, mean=nan, spread=nan,
+                       **{**common, "reached_target": False})
+        s = stats.summarize(samples)
+        return cls(
+            samples=[float(v) for v in samples], n=s.n, median=s.median, ci95=s.ci95,
+            ci_coverage=s.ci_coverage, ci_exact=s.ci_exact, p95=s.p95, p99=s.p99, min=s.min,
+            max=s.max, mean=s.mean, spread=s.spread, **common,
+        )
+
+    @property
+    def ok(self) -> bool:
+        """Not failed and at least one sample."""
+        return self.failed is None and self.n > 0
+
+    @property
+    def unstable_reason(self) -> str | None:
+        """Why the result is unstable (spread > 10% or CI target missed), else None."""
+        if not self.ok:
+            return None
+        return stats.instability(self.samples, self.reached_target, rel_ci=self.rel_ci)
+
+    @property
+    def unstable(self) -> bool:
+        """Spread above 10% of the median, or the CI target was not reached."""
+        return self.unstable_reason is not None
+
+    @property
+    def ci_rel(self) -> float:
+        """Half-width of the CI relative to the median (the larger side)."""
+        return stats.ci_relative_halfwidth(self.median, self.ci95) if self.ok else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (seconds; non-finite numbers as strings)."""
+        data = dataclasses.asdict(self)
+        data["ci95"] = list(self.ci95)
+        data.update(unit="seconds per call", spread_kind="IQR/median", ci_rel=self.ci_rel,
+                    unstable=self.unstable, unstable_reason=self.unstable_reason)
+        return to_jsonable(data)
+
+    def __str__(self) -> str:
+        if not self.ok:
+            return f"{self.name}: FAILED ({self.failed or 'no samples'})"
+        flag = f"  UNSTABLE: {self.unstable_reason}" if self.unstable else ""
+        return (f"{self.name}: median {format_seconds(self.median)} "
+                f"[{format_seconds(self.ci95[0])}, {format_seconds(self.ci95[1])}] n={self.n}{flag}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Speedup:
+    """``base.median / new.median`` (> 1: ``new`` is faster), with its evidence.
+
+    Attributes
+    ----------
+    base, new : str
+        Names of the compared variants.
+    ratio : float
+        Ratio of medians, base / new.
+    ci95 : (float, float)
+        Percentile-bootstrap 95% interval of the ratio (2000 resamples, seed 0).
+    p_value : float
+        Two-sided Mann-Whitney U test of the two sample sets.
+    significant : bool
+        False when the two medians' CIs overlap or ``p >= 0.05``.
+    base_median, new_median : float
+        Absolute medians in seconds (rule 6: never a speedup alone).
+    base_ci95, new_ci95 : (float, float)
+    paired_ratio, paired_ci95 : float, (float, float) or None
+        Median of the per-round ratios ``base_i / new_i`` of interleaved samples and
+        its order-statistic CI (:func:`benchmarks.stats.paired_ratio`); None when
+        the sample counts differ. Robust to drift of a shared machine.
+    """
+
+    base: str
+    new: str
+    ratio: float
+    ci95: tuple[float, float]
+    p_value: float
+    significant: bool
+    base_median: float
+    new_median: float
+    base_ci95: tuple[float, float]
+    new_ci95: tuple[float, float]
+    paired_ratio: float | None = None
+    paired_ci95: tuple[float, float] | None = None
+
+    @property
+    def slowdown(self) -> float:
+        """``new / base``: the relative cost of ``new`` (1.05 = 5% slower)."""
+        return 1.0 / self.ratio
+
+    @property
+    def slowdown_ci95(self) -> tuple[float, float]:
+        """The interval of :attr:`slowdown` (reciprocal bounds)."""
+        return (1.0 / self.ci95[1], 1.0 / self.ci95[0])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form, including the base case's absolute time."""
+        return to_jsonable({
+            "base": self.base, "new": self.new, "ratio": self.ratio, "ratio_definition": "median(base) / median(new)",
+            "ci95": list(self.ci95), "ci_method": "percentile bootstrap of the ratio of medians, 2000 resamples, seed 0",
+            "p_value": self.p_value, "test": "Mann-Whitney U, two-sided", "significant": self.significant,
+            "base_median_s": self.base_median, "base_ci95_s": list(self.base_ci95),
+            "new_median_s": self.new_median, "new_ci95_s": list(self.new_ci95),
+            "slowdown": self.slowdown, "slowdown_ci95": list(self.slowdown_ci95),
+            "paired_ratio": self.paired_ratio,
+            "paired_ci95": list(self.paired_ci95) if self.paired_ci95 else None,
+            "paired_method": "median of per-round ratios base_i / new_i, order-statistic 95% CI",
+        })
+
+    def __str__(self) -> str:
+        verdict = "significant" if self.significant else "not significant"
+        return (f"{self.new} vs {self.base}: speedup {self.ratio:.3f}x [{self.ci95[0]:.3f}, {self.ci95[1]:.3f}] "
+                f"(base {self.base} {format_seconds(self.base_median)}, {self.new} {format_seconds(self.new_median)}; "
+                f"Mann-Whitney p={self.p_value:.3g}; {verdict})")
+
+
+# --------------------------------------------------------------------------- measuring
+def _validate(variants: Mapping[str, Callable[[], Any]], check: Any, rel_ci: float, min_samples: int,
+              max_samples: int, max_seconds: float, min_sample_time: float, warmup: int) -> None:
+    if not isinstance(variants, Mapping):
+        raise TypeError(f"variants must be a mapping name -> callable, got {type(variants).__name__}")
+    if not variants:
+        raise ValueError("measure() needs at least one variant")
+    for name, fn in variants.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"variant names must be non-empty str, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"variant {name!r} is not callable (got {type(fn).__name__}); pass a function "
+                            f"that runs it, e.g. lambda: f(x)")
+    if check is not None and not callable(check):
+        raise TypeError(f"check must be callable(name, result) or None, got {type(check).__name__}")
+    if not (isinstance(rel_ci, (int, float)) and rel_ci > 0 and math.isfinite(rel_ci)):
+        raise ValueError(f"rel_ci must be a finite number > 0 (0.05 = +-5%), got {rel_ci!r}")
+    if not isinstance(min_samples, int) or min_samples < 1:
+        raise ValueError(f"min_samples must be an int >= 1, got {min_samples!r}")
+    if not isinstance(max_samples, int) or max_samples < min_samples:
+        raise ValueError(f"max_samples must be an int >= min_samples ({min_samples}), got {max_samples!r}")
+    if not max_seconds > 0:
+        raise ValueError(f"max_seconds must be > 0, got {max_seconds!r}")
+    if not min_sample_time >= 0:
+        raise ValueError(f"min_sample_time must be >= 0, got {min_sample_time!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
+
+
+class _Variant:
+    """Book-keeping of one variant during :func:`measure`."""
+
+    def __init__(self, name: str, fn: Callable[[], Any]) -> None:
+        self.name, self.fn = name, fn
+        self.samples: list[float] = []
+        self.warmup_times: list[float] = []
+        self.loops = 1
+        self.checks = 0
+        self.failed: str | None = None
+
+
+def _run_checked(v: _Variant, loops: int, check: Callable[[str, Any], None] | None,
+                 timer: Callable[[], float], what: str) -> float | None:
+    """Time ``loops`` calls of a variant, check the last result; None if it failed."""
+    fn = v.fn
+    try:
+        start = timer()
+        for _ in range(loops):
+            result = fn()
+        elapsed = timer() - start
+    except Exception as exc:  # a broken variant is reported, the others go on
+        v.failed = f"raised on {what}: {type(exc).__name__}: {exc}"
+        return None
+    if check is not None:
+        try:
+            check(v.name, result)
+        except Exception as exc:
+            v.failed = f"check failed on {what}: {type(exc).__name__}: {exc}"
+            return None
+        v.checks += 1
+    return elapsed
+
+
+def _calibrate(v: _Variant, check: Any, min_sample_time: float, timer: Callable[[], float]) -> float | None:
+    """Double the loop count until one sample lasts ``min_sample_time``; return that sample's time."""
+    loops = 1
+    while True:
+        elapsed = _run_checked(v, loops, check, timer, f"calibration (loops={loops})")
+        if elapsed is None:
+            return None
+        if elapsed >= min_sample_time or loops >= MAX_LOOPS:
+            v.loops = loops
+            return elapsed
+        loops *= 2
+
+
+def measure(
+    variants: Mapping[str, Callable[[], Any]],
+    *,
+    check: Callable[[str, Any], None] | None = None,
+    rel_ci: float = 0.05,
+    min_samples: int = 7,
+    max_samples: int = 200,
+    max_seconds: float = 30.0,
+    min_sample_time: float = 1e-3,
+    warmup: int = 1,
+    timer: Callable[[], float] = time.perf_counter,
+) -> dict[str, Measurement]:
+    """Measure callables side by side until their medians are known to +-``rel_ci``.
+
+    Parameters
+    ----------
+    variants : mapping name -> callable
+        Zero-argument callables, each running one variant on the same inputs.
+    check : callable(name, result), optional
+        Raises when ``result`` is wrong (e.g. ``numpy.testing.assert_allclose``
+        against a reference). Called on every warm-up and sample result, never
+        timed. A variant that fails is reported as failed and not timed further.
+    rel_ci : float
+        Target half-width of the 95% CI of the median, relative to it (0.05: +-5%).
+    min_samples, max_samples : int
+        Fewest samples before the target may stop; most samples (rounds).
+    max_seconds : float
+        Sampling budget in seconds (warm-up and calibration excluded).
+    min_sample_time : float
+        Calls shorter than this are batched (loop calibration).
+    warmup : int
+        Untimed-for-the-samples calls before calibration; their times are kept.
+    timer : callable, optional
+        The clock (default :func:`time.perf_counter`); tests pass a fake one.
+
+    Returns
+    -------
+    dict name -> Measurement
+        In the order of ``variants``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For no variants, a non-callable variant, or an invalid setting.
+    """
+    _validate(variants, check, rel_ci, min_samples, max_samples, max_seconds, min_sample_time, warmup)
+    state = [_Variant(name, fn) for name, fn in variants.items()]
+
+    for v in state:  # 1. warm-up, checked, kept apart
+        for i in range(warmup):
+            elapsed = _run_checked(v, 1, check, timer, f"warm-up call {i + 1}")
+            if elapsed is None:
+                break
+            v.warmup_times.append(elapsed)
+
+    for v in state:  # 2. loop calibration; its last sample is the first sample
+        if v.failed is None:
+            elapsed = _calibrate(v, check, min_sample_time, timer)
+            if elapsed is not None:
+                v.samples.append(elapsed / v.loops)
+
+    start = timer()  # 3. interleaved rounds until the data says stop
+    decision = _decide(state, rel_ci, min_samples, max_samples, 0.0, max_seconds)
+    round_index = 1
+    while not decision.stop:
+        live = [v for v in state if v.failed is None]
+        shift = round_index % len(live)
+        for v in live[shift:] + live[:shift]:
+            elapsed = _run_checked(v, v.loops, check, timer, f"sample {len(v.samples) + 1}")
+            if elapsed is not None:
+                v.samples.append(elapsed / v.loops)
+        round_index += 1
+        decision = _decide(state, rel_ci, min_samples, max_samples, timer() - start, max_seconds)
+
+    return {
+        v.name: Measurement.from_samples(
+            v.name, v.samples, reached_target=decision.reached, stop_reason=decision.reason, rel_ci=rel_ci,
+            warmup_times=v.warmup_times, loops=v.loops, checks=v.checks, failed=v.failed,
+        )
+        for v in state
+    }
+
+
+def _decide(state: list[_Variant], rel_ci: float, min_samples: int, max_samples: int, elapsed: float,
+            max_seconds: float) -> stats.StopDecision:
+    for v in state:
+        if v.failed is not None:
+            v.samples = []  # fast but wrong is not a timing
+    live = {v.name: v.samples for v in state if v.failed is None}
+    return stats.stop_decision(live, rel_ci=rel_ci, min_samples=min_samples, max_samples=max_samples,
+                               elapsed=elapsed, max_seconds=max_seconds)
+
+
+def speedup(base: Measurement, new: Measurement) -> Speedup:
+    """Compare ``new`` against ``base``: ratio of medians ``base / new`` with evidence.
+
+    The ratio's 95% interval is a percentile bootstrap of the ratio of medians
+    (:func:`benchmarks.stats.ratio_ci`: 2000 resamples, seed 0). Measurements of
+    one :func:`measure` call have one sample per round each, so the per-round
+    (paired) ratio is given too. ``p_value`` is a
+    two-sided Mann-Whitney U test; ``significant`` requires non-overlapping median
+    CIs and ``p < 0.05``.
+
+    Raises
+    ------
+    ValueError
+        If either measurement failed or has no samples.
+    """
+    for m in (base, new):
+        if not isinstance(m, Measurement):
+            raise TypeError(f"speedup() compares Measurement objects, got {type(m).__name__}")
+        if not m.ok:
+            raise ValueError(f"cannot compare {m.name!r}: {m.failed or 'it has no samples'}")
+    p = stats.mann_whitney_p(base.samples, new.samples)
+    paired = stats.paired_ratio(base.samples, new.samples) if base.n == new.n else None
+    return Speedup(
+        base=base.name, new=new.name, ratio=base.median / new.median,
+        ci95=stats.ratio_ci(base.samples, new.samples), p_value=p,
+        significant=stats.significant(base.ci95, new.ci95, p),
+        base_median=base.median, new_median=new.median, base_ci95=base.ci95, new_ci95=new.ci95,
+        paired_ratio=paired[0] if paired else None, paired_ci95=paired[1] if paired else None,
+    )
+
+
+# --------------------------------------------------------------------------- environment
+_PACKAGES = ("numpy", "scipy", "numba", "dask", "distributed", "asafe", "psutil", "matplotlib", "threadpoolctl")
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                     "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _package_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _numba_threads() -> dict[str, Any]:
+    info: dict[str, Any] = {"imported": "numba" in sys.modules}
+    if not info["imported"]:  # importing numba only to describe it would take seconds
+        return info
+    numba = sys.modules["numba"]
+    with contextlib.suppress(Exception):
+        info["NUMBA_NUM_THREADS"] = int(numba.config.NUMBA_NUM_THREADS)
+        info["num_threads"] = int(numba.get_num_threads())
+    try:
+        info["threading_layer"] = numba.threading_layer()
+    except Exception:  # ValueError until a parallel kernel has run
+        info["threading_layer"] = None
+    return info
+
+
+def _threadpools() -> list[dict[str, Any]]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keys = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "architecture")
+    return [{k: pool.get(k) for k in keys if k in pool} for pool in threadpool_info()]
+
+
+def _git() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def environment(**extra: Any) -> dict[str, Any]:
+    """Describe the machine and software a result was measured on.
+
+    Parameters
+    ----------
+    **extra
+        Run settings to record with it, e.g. ``scheduler="threads", workers=2``.
+        They must not reuse a built-in key.
+
+    Returns
+    -------
+    dict
+        ``cpu`` (model, physical/logical/usable cores), ``memory`` (total and
+        available bytes), ``os``, ``python``, ``packages`` (versions of numpy, scipy,
+        numba, dask, distributed, asafe, ...), ``asafe_path`` (which copy is
+        imported), ``threads`` (thread environment variables, threadpoolctl pools,
+        numba's threads and threading layer if numba is imported), ``load_average``
+        (1, 5, 15 min: these machines are shared), ``git``, ``time`` (UTC), then
+        ``extra``.
+    """
+    import psutil
+
+    memory = psutil.virtual_memory()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    asafe_module = sys.modules.get("asafe")
+    info: dict[str, Any] = {
+        "cpu": {"model": _cpu_model(), "physical_cores": psutil.cpu_count(logical=False),
+                "logical_cores": psutil.cpu_count(logical=True), "usable_cores": usable,
+                "machine": platform.machine()},
+        "memory": {"total_bytes": int(memory.total), "total_gib": round(memory.total / 2**30, 2),
+                   "available_bytes": int(memory.available)},
+        "os": {"platform": platform.platform(), "system": platform.system(), "release": platform.release()},
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                   "executable": sys.executable},
+        "packages": _package_versions(),
+        "asafe_path": getattr(asafe_module, "__file__", None),
+        "threads": {"env": {k: os.environ.get(k) for k in _THREAD_VARIABLES},
+                    "threadpoolctl": _threadpools(), "numba": _numba_threads()},
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "git": _git(),
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    clash = sorted(set(extra) & set(info))
+    if clash:
+        raise ValueError(f"environment(): extra keys {clash} would overwrite built-in ones")
+    info.update(extra)
+    return to_jsonable(info)
+
+
+# --------------------------------------------------------------------------- output
+def to_jsonable(obj: Any) -> Any:
+    """Convert ``obj`` to plain JSON types (objects with ``as_dict``, dataclasses,
+    numpy scalars and arrays, paths, tuples); non-finite floats become strings."""
+    if hasattr(obj, "as_dict") and callable(obj.as_dict) and not isinstance(obj, type):
+        obj = obj.as_dict()
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot record a {type(obj).__name__} in results.json: {obj!r}")
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration with a readable unit: ``format_seconds(0.00123) == '1.23 ms'``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    magnitude = abs(seconds)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if magnitude >= scale or unit == "ns":
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"  # pragma: no cover
+
+
+def format_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:
+    """A plain-text table: one header line, a rule, one line per row.
+
+    Rows are mappings (read by column name; missing cells are blank) or sequences
+    in column order. Numbers are right-aligned (floats with 4 significant digits),
+    text left-aligned.
+
+    Examples
+    --------
+    >>> print(format_table([{"variant": "a", "n": 7}, {"variant": "bb", "n": 12}], ["variant", "n"]))
+    variant   n
+    -------  --
+    a         7
+    bb       12
+    """
+    columns = [str(c) for c in columns]
+    cells: list[list[str]] = []
+    numeric = [True] * len(columns)
+    for row in rows:
+        values = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else list(row)
+        if len(values) != len(columns):
+            raise ValueError(f"row {row!r} has {len(values)} cells for {len(columns)} columns")
+        line = []
+        for i, value in enumerate(values):
+            if isinstance(value, (bool, str)) or value is None:
+                text = "" if value is None else str(value)
+                numeric[i] = numeric[i] and (text == "" or _looks_numeric(text))
+                line.append(text)
+            elif isinstance(value, float):
+                line.append(f"{value:.4g}")
+            else:
+                line.append(str(value))
+        cells.append(line)
+    widths = [max([len(c)] + [len(line[i]) for line in cells]) for i, c in enumerate(columns)]
+
+    def render(line: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(line, widths, numeric)).rstrip()
+
+    return "\n".join([render(columns), render(["-" * w for w in widths])] + [render(line) for line in cells])
+
+
+def _looks_numeric(text: str) -> bool:
+    # "1.23 ms", "+4.5%", "[1 ms, 2 ms]", "-" (a blank number) align right
+    return not isinstance(text, bool) and (text[0].isdigit() or text[0] in "+-.[") and text not in ("True", "False")
+
+
+def summary_table(measurements: Mapping[str, Measurement] | Sequence[Measurement]) -> str:
+    """The standard console table of measurements (median, CI, tails, status)."""
+    items = measurements.values() if isinstance(measurements, Mapping) else measurements
+    rows = []
+    for m in items:
+        if not m.ok:
+            rows.append({"variant": m.name, "status": f"FAILED: {m.failed or 'no samples'}"})
+            continue
+        rows.append({
+            "variant": m.name, "n": m.n, "loops": m.loops, "median": format_seconds(m.median),
+            "95% CI": f"[{format_seconds(m.ci95[0])}, {format_seconds(m.ci95[1])}]",
+            "+-CI": f"{m.ci_rel:.1%}", "p95": format_seconds(m.p95), "p99": format_seconds(m.p99),
+            "min": format_seconds(m.min), "IQR/med": f"{m.spread:.1%}",
+            "warm-up": format_seconds(m.warmup_s), "status": "UNSTABLE" if m.unstable else "ok",
+        })
+    return format_table(rows, ["variant", "n", "loops", "median", "95% CI", "+-CI", "p95", "p99", "min",
+                               "IQR/med", "warm-up", "status"])
+
+
+def plot_samples(ax: Any, measurements: Mapping[str, Measurement] | Sequence[Measurement], *,
+                 scale: float = 1e-3, unit: str = "ms", title: str | None = None) -> None:
+    """Box plot with the individual samples as a jittered strip, median CIs as notches.
+
+    Failed variants are labelled as such and drawn empty.
+    """
+    items = list(measurements.values() if isinstance(measurements, Mapping) else measurements)
+    labels, data = [], []
+    for m in items:
+        labels.append(m.name if m.ok else f"{m.name}\n(FAILED)")
+        data.append(np.asarray(m.samples, dtype=float) / scale if m.ok else np.array([]))
+    positions = np.arange(1, len(items) + 1)
+    drawn = [(p, d) for p, d in zip(positions, data) if d.size]
+    if drawn:
+        ax.boxplot([d for _, d in drawn], positions=[p for p, _ in drawn], widths=0.5, showfliers=False,
+                   medianprops={"color": "black"})
+        rng = np.random.default_rng(0)
+        for p, d in drawn:
+            ax.plot(p + rng.uniform(-0.15, 0.15, d.size), d, "o", ms=3, alpha=0.6)
+        for p, m in zip(positions, items):
+            if m.ok:
+                ax.errorbar([p + 0.3], [m.median / scale],
+                            yerr=[[(m.median - m.ci95[0]) / scale], [(m.ci95[1] - m.median) / scale]],
+                            fmt="D", color="crimson", ms=4, capsize=3)
+    ax.set_xticks(positions)
+    ax.set_xticklabels(labels)
+    ax.set_ylabel(f"time per call ({unit})")
+    if title:
+        ax.set_title(title)
+
+
+class Results:
+    """Collects a suite's records and writes ``<outdir>/<suite>/results.json``.
+
+    Parameters
+    ----------
+    suite : str
+        The suite's name (also the folder name).
+    outdir : str or Path
+        Parent folder, default ``results``.
+
+    Notes
+    -----
+    :meth:`add` a :class:`Measurement` that is unstable or failed, or a
+    :class:`Speedup`, and the matching warning is recorded and printed to stderr
+    (``UNSTABLE: ...`` / ``FAILED: ...``). The environment is read at
+    :meth:`save` time (thread settings then reflect what the suite imported), and
+    the load average at creation is kept too.
+    """
+
+    def __init__(self, suite: str, outdir: str | Path = "results") -> None:
+        if not isinstance(suite, str) or not suite or any(c in suite for c in "/\\"):
+            raise ValueError(f"suite must be a plain non-empty name, got {suite!r}")
+        self.suite = suite
+        self.dir = Path(outdir) / suite
+        self.records: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.figures: list[str] = []
+        self._extra: dict[str, Any] = {}
+        self._started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        self._load_at_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+    def set_environment(self, **extra: Any) -> None:
+        """Run settings recorded with the environment (``scheduler=..., workers=...``)."""
+        self._extra.update(extra)
+
+    def add(self, name: str, obj: Any) -> Any:
+        """Record ``obj`` (anything :func:`to_jsonable` accepts) under ``name``; return it.
+
+        Measurements (also inside a mapping) that are unstable or failed are warned
+        about.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a record needs a non-empty str name, got {name!r}")
+        if name in self.records:
+            raise ValueError(f"record {name!r} was already added to results {self.suite!r}")
+        self.records[name] = to_jsonable(obj)  # fails early on what cannot be saved
+        for m in _measurements_in(obj):
+            if m.failed is not None:
+                self.warn(f"{name}/{m.name}: {m.failed}", kind="FAILED")
+            elif m.unstable:
+                self.warn(f"{name}/{m.name}: {m.unstable_reason}")
+        return obj
+
+    def warn(self, message: str, kind: str = "UNSTABLE") -> None:
+        """Record a warning and print it to stderr as ``KIND: message``."""
+        text = f"{kind}: {message}"
+        if text not in self.warnings:
+            self.warnings.append(text)
+            print(text, file=sys.stderr)
+
+    @contextlib.contextmanager
+    def figure(self, name: str, **figure_kw: Any) -> Iterator[tuple[Any, Path]]:
+        """Draw a PNG next to results.json: ``with results.figure("samples") as (fig, path):``.
+
+        ``fig`` is a :class:`matplotlib.figure.Figure` (Agg canvas, no pyplot state);
+        on leaving the block it is saved to ``path`` (``<dir>/<name>.png``).
+        """
+        from matplotlib.figure import Figure
+
+        if not name or any(c in name for c in "/\\"):
+            raise ValueError(f"figure name must be a plain file name, got {name!r}")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / f"{name}.png"
+        fig = Figure(**{"figsize": (8, 4.5), "layout": "constrained", **figure_kw})
+        yield fig, path
+        fig.savefig(path, dpi=120)
+        if str(path) not in self.figures:
+            self.figures.append(str(path))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything :meth:`save` writes."""
+        return {
+            "suite": self.suite,
+            "started": self._started,
+            "command": [Path(sys.argv[0]).name] + sys.argv[1:],
+            "environment": environment(load_average_at_start=self._load_at_start, **self._extra),
+            "records": self.records,
+            "warnings": self.warnings,
+            "figures": self.figures,
+        }
+
+    def save(self) -> Path:
+        """Write ``<outdir>/<suite>/results.json`` (atomically) and return its path."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / "results.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(to_jsonable(self.as_dict()), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+
+def _measurements_in(obj: Any) -> list[Measurement]:
+    if isinstance(obj, Measurement):
+        return [obj]
+    if isinstance(obj, Mapping):
+        return [m for v in obj.values() for m in _measurements_in(v)]
+    if isinstance(obj, (list, tuple)):
+        return [m for v in obj for m in _measurements_in(v)]
+    return []
+
+
+# --------------------------------------------------------------------------- command line
+def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float = 30.0) -> argparse.ArgumentParser:
+    """Add the options every suite accepts: ``--quick``, ``--out``, ``--max-seconds``, ``--rel-ci``.
+
+    ``max_seconds`` is the suite's default sampling budget per measurement.
+    """
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller problems and budgets: a smoke run, not a result to report")
+    parser.add_argument("--out", default="results", metavar="DIR",
+                        help="results folder; files go to DIR/<suite>/ (default: %(default)s)")
+    parser.add_argument("--max-seconds", type=_positive_float, default=max_seconds, metavar="S",
+                        help="sampling budget per measurement in seconds (default: %(default)s)")
+    parser.add_argument("--rel-ci", type=_positive_float, default=0.05, metavar="R",
+                        help="stop when the 95%% CI of every median is within +-R of it (default: %(default)s)")
+    return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value

@@ -1,0 +1,496 @@
+"""Pure statistics for the benchmark harness (no Dask, no timing, no I/O).
+
+Everything here takes plain sequences of numbers and returns numbers, so each rule
+can be tested against known distributions (``tests/test_bench_stats.py``). The
+choices follow Hoefler & Belli, "Scientific benchmarking of parallel computing
+systems" (SC15), rules 5, 6 and 8 (``/work/shared/seeds/``), and the project's
+``BENCHMARKING.md``:
+
+Central value: the median
+    Timings are right-skewed (interference only ever adds time), so the mean is
+    pulled by outliers and normality cannot be assumed (rule 6). We report the
+    median with a nonparametric confidence interval (rule 5) and the tail
+    percentiles p95/p99 (rule 8).
+
+Confidence interval of the median: order statistics (distribution-free)
+    For ``n`` independent samples of a continuous distribution with median ``m``,
+    the number of samples below ``m`` is Binomial(n, 1/2). The interval
+    ``[x_(l), x_(n-l+1)]`` (1-based order statistics) therefore contains ``m`` with
+    probability ``1 - 2 * P(B <= l - 1)`` whatever the distribution. :func:`median_ci`
+    takes the narrowest symmetric pair whose coverage is at least the requested
+    level (so the true coverage is >= 95%, slightly conservative because the
+    binomial is discrete). With ``n <= 5`` not even ``[min, max]`` reaches 95%
+    (its coverage is ``1 - 2**(1-n)``); the widest available interval ``[min,
+    max]`` is returned and flagged ``exact=False`` with its real coverage.
+
+Percentiles
+    :func:`percentile` is numpy's default (linear interpolation between order
+    statistics, Hyndman & Fan type 7). With few samples p99 is close to the maximum;
+    report ``n`` alongside.
+
+Spread: IQR / median
+    :func:`spread` is the interquartile range divided by the median: robust to the
+    few large outliers a shared machine produces, and comparable across sizes. A
+    result is *unstable* (:func:`instability`) when it exceeds 10% of the median
+    (``BENCHMARKING.md``) or when the confidence target was not reached.
+
+Ratio of two medians: percentile bootstrap, fixed seed
+    :func:`ratio_ci` resamples both sample sets independently (2000 resamples,
+    ``numpy.random.default_rng(0)``), takes the ratio of the resampled medians and
+    returns its 2.5 and 97.5 percentiles. Deterministic for given data. With very
+    few samples the bootstrap distribution of a median is coarse (it can only take
+    sample values), so the interval is then approximate.
+
+Paired ratio (interleaved samples): :func:`paired_ratio`
+    Sample ``i`` of every variant comes from the same round of :func:`measure`,
+    seconds apart, so slow drift of a shared machine hits both alike. The median of
+    the per-round ratios ``base_i / new_i`` with its order-statistic CI (the same
+    distribution-free interval as above, rounds taken as independent) is reported
+    next to the ratio of medians; it is usually much tighter on a noisy machine.
+
+Difference test: Mann-Whitney U (two-sided), :func:`mann_whitney_p`
+    A rank test, no normality assumed. Two variants differ *significantly*
+    (:func:`significant`) only when their median intervals do not overlap AND
+    ``p < 0.05``.
+
+Stop rule: :func:`stop_decision`
+    Sampling stops when every variant has at least ``min_samples`` and its 95% CI
+    of the median lies within +-``rel_ci`` of its median (target reached), or when
+    ``max_samples`` or ``max_seconds`` is hit (target not reached, and the reason
+    says which cap).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "CONFIDENCE",
+    "UNSTABLE_SPREAD",
+    "MedianCI",
+    "Summary",
+    "StopDecision",
+    "median_ci",
+    "median_ci_ranks",
+    "percentile",
+    "spread",
+    "ci_relative_halfwidth",
+    "ci_within",
+    "summarize",
+    "instability",
+    "ratio_ci",
+    "paired_ratio",
+    "mann_whitney_p",
+    "intervals_overlap",
+    "significant",
+    "stop_decision",
+]
+
+#: Confidence level of every interval the harness reports.
+CONFIDENCE = 0.95
+#: A result whose spread (IQR / median) exceeds this is unstable.
+UNSTABLE_SPREAD = 0.10
+#: Fewest samples for which an order-statistic interval reaches 95%.
+_MIN_EXACT_N = 6
+
+
+@dataclass(frozen=True)
+class MedianCI:
+    """A confidence interval of the median from order statistics.
+
+    Attributes
+    ----------
+    low, high : float
+        The interval's bounds (two order statistics of the samples).
+    coverage : float
+        Its true distribution-free coverage probability (>= the requested level
+        when ``exact``).
+    exact : bool
+        False when there were too few samples to reach the requested level and
+        ``[min, max]`` (the widest available interval) was returned instead.
+    ranks : tuple of int
+        The 1-based order statistics used, ``(l, n - l + 1)``.
+    """
+
+    low: float
+    high: float
+    coverage: float
+    exact: bool
+    ranks: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Descriptive statistics of one set of samples (see :func:`summarize`)."""
+
+    n: int
+    median: float
+    ci95: tuple[float, float]
+    ci_coverage: float
+    ci_exact: bool
+    p95: float
+    p99: float
+    min: float
+    max: float
+    mean: float
+    spread: float
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """Outcome of the stop rule (see :func:`stop_decision`)."""
+
+    stop: bool
+    reached: bool  #: every variant's CI is within the target
+    reason: str
+
+
+def _as_array(samples: Sequence[float], what: str = "samples") -> np.ndarray:
+    array = np.asarray(samples, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"{what} must be a one-dimensional sequence of numbers, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{what} is empty: at least one sample is needed")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{what} contains NaN or infinite values")
+    return array
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float, bool]:
+    """Order-statistic ranks of the distribution-free CI of the median.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples (>= 1).
+    confidence : float
+        Requested coverage.
+
+    Returns
+    -------
+    low_rank, high_rank : int
+        1-based ranks ``l`` and ``n - l + 1``.
+    coverage : float
+        ``1 - 2 * P(Binomial(n, 1/2) <= l - 1)``.
+    exact : bool
+        Whether ``coverage >= confidence`` (False only for tiny ``n``, where
+        ``l = 1``: the widest interval).
+
+    Examples
+    --------
+    >>> median_ci_ranks(6)
+    (1, 6, 0.96875, True)
+    >>> median_ci_ranks(5)
+    (1, 5, 0.9375, False)
+    >>> median_ci_ranks(20)[:2]
+    (6, 15)
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    _check_confidence(confidence)
+    from scipy.stats import binom  # local: scipy.stats is slow to import
+
+    n = int(n)
+    half_alpha = (1.0 - confidence) / 2.0
+    cdf = binom.cdf(np.arange((n + 1) // 2 + 1), n, 0.5)
+    # largest x = l - 1 with P(B <= x) <= alpha / 2; a tiny slack absorbs rounding
+    candidates = np.nonzero(cdf <= half_alpha * (1 + 1e-12))[0]
+    if candidates.size == 0:
+        low_rank, exact = 1, False
+    else:
+        low_rank, exact = int(candidates[-1]) + 1, True
+    coverage = float(1.0 - 2.0 * cdf[low_rank - 1])
+    return low_rank, n - low_rank + 1, coverage, exact
+
+
+def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> MedianCI:
+    """Distribution-free confidence interval of the median (order statistics).
+
+    Parameters
+    ----------
+    samples : sequence of float
+        At least one finite value.
+    confidence : float
+        Requested coverage, default 0.95.
+
+    Returns
+    -------
+    MedianCI
+        Always contains the sample median and lies within ``[min, max]``.
+
+    Examples
+    --------
+    >>> ci = median_ci(range(1, 21))
+    >>> ci.low, ci.high, ci.exact
+    (6.0, 15.0, True)
+    >>> median_ci([3.0, 1.0, 2.0]).exact   # 3 samples cannot give 95%
+    False
+    """
+    array = np.sort(_as_array(samples))
+    low_rank, high_rank, coverage, exact = median_ci_ranks(array.size, confidence)
+    return MedianCI(
+        float(array[low_rank - 1]), float(array[high_rank - 1]), coverage, exact, (low_rank, high_rank)
+    )
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), numpy's linear interpolation (type 7).
+
+    Examples
+    --------
+    >>> percentile(range(101), 95)
+    95.0
+    """
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile q must be in [0, 100], got {q!r}")
+    return float(np.percentile(_as_array(samples), q))
+
+
+def spread(samples: Sequence[float]) -> float:
+    """Interquartile range divided by the median (0 for a single sample).
+
+    Examples
+    --------
+    >>> spread([1.0, 2.0, 3.0, 4.0, 5.0])
+    0.6666666666666666
+    """
+    array = _as_array(samples)
+    median = float(np.median(array))
+    q25, q75 = np.percentile(array, [25, 75])
+    if median == 0.0:
+        return 0.0 if q75 == q25 else math.inf
+    with np.errstate(over="ignore"):  # a median near 0 with a wide IQR: infinite spread
+        return float(np.float64(q75 - q25) / abs(median))
+
+
+def ci_relative_halfwidth(median: float, ci: tuple[float, float]) -> float:
+    """The larger distance from the median to a CI bound, relative to the median."""
+    low, high = ci
+    if median == 0.0:
+        return 0.0 if low == high == 0.0 else math.inf
+    return max(median - low, high - median) / abs(median)
+
+
+def ci_within(samples: Sequence[float], rel_ci: float, confidence: float = CONFIDENCE) -> bool:
+    """Whether the (exact) CI of the median lies within +-``rel_ci`` of the median."""
+    if rel_ci <= 0:
+        raise ValueError(f"rel_ci must be > 0, got {rel_ci!r}")
+    array = _as_array(samples)
+    ci = median_ci(array, confidence)
+    if not ci.exact:
+        return False
+    return ci_relative_halfwidth(float(np.median(array)), (ci.low, ci.high)) <= rel_ci
+
+
+def summarize(samples: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
+    """Median, its CI, tail percentiles, extremes and spread of ``samples``."""
+    array = _as_array(samples)
+    ci = median_ci(array, confidence)
+    p95, p99 = np.percentile(array, [95, 99])
+    return Summary(
+        n=int(array.size),
+        median=float(np.median(array)),
+        ci95=(ci.low, ci.high),
+        ci_coverage=ci.coverage,
+        ci_exact=ci.exact,
+        p95=float(p95),
+        p99=float(p99),
+        min=float(array.min()),
+        max=float(array.max()),
+        mean=float(array.mean()),
+        spread=spread(array),
+    )
+
+
+def instability(
+    samples: Sequence[float],
+    reached_target: bool,
+    *,
+    threshold: float = UNSTABLE_SPREAD,
+    rel_ci: float | None = None,
+) -> str | None:
+    """Why a result is unstable, or ``None`` when it is not.
+
+    Unstable means: spread (IQR / median) above ``threshold``, or the CI target
+    not reached (``reached_target`` False).
+
+    Examples
+    --------
+    >>> instability([1.0, 1.01, 0.99, 1.0, 1.0, 1.02, 0.98], True) is None
+    True
+    >>> instability([1.0, 2.0, 3.0], False)
+    'spread IQR/median 50.0% > 10%; 95% CI of the median target not reached (only 3 samples: widest CI covers 75.0%)'
+    """
+    array = _as_array(samples)
+    reasons = []
+    s = spread(array)
+    if s > threshold:
+        reasons.append(f"spread IQR/median {s:.1%} > {threshold:.0%}")
+    if not reached_target:
+        ci = median_ci(array)
+        half = ci_relative_halfwidth(float(np.median(array)), (ci.low, ci.high))
+        target = f" +-{rel_ci:.0%}" if rel_ci is not None else ""
+        if not ci.exact:
+            detail = f"only {array.size} samples: widest CI covers {ci.coverage:.1%}"
+        else:
+            detail = f"CI is +-{half:.1%} after {array.size} samples"
+        reasons.append(f"95% CI of the median target{target} not reached ({detail})")
+    return "; ".join(reasons) or None
+
+
+def ratio_ci(
+    base: Sequence[float],
+    new: Sequence[float],
+    confidence: float = CONFIDENCE,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of ``median(base) / median(new)``.
+
+    Both sample sets are resampled independently with replacement ``resamples``
+    times from ``numpy.random.default_rng(seed)``; the interval is the
+    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the ratio of
+    resampled medians. Deterministic for given inputs.
+
+    Examples
+    --------
+    >>> low, high = ratio_ci([2.0] * 10, [1.0] * 10)
+    >>> low, high
+    (2.0, 2.0)
+    """
+    _check_confidence(confidence)
+    if resamples < 100:
+        raise ValueError(f"resamples must be >= 100, got {resamples!r}")
+    b, n = _as_array(base, "base"), _as_array(new, "new")
+    if np.any(n <= 0) or np.any(b < 0):
+        raise ValueError("ratio_ci needs non-negative base and positive new samples")
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples)
+    chunk = max(1, 500_000 // max(b.size, n.size))  # bounded memory for large n
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        size = stop - start
+        mb = np.median(b[rng.integers(0, b.size, (size, b.size))], axis=1)
+        mn = np.median(n[rng.integers(0, n.size, (size, n.size))], axis=1)
+        ratios[start:stop] = mb / mn
+    low, high = np.quantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(low), float(high)
+
+
+def paired_ratio(
+    base: Sequence[float], new: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, tuple[float, float], bool]:
+    """Median of the per-round ratios ``base[i] / new[i]`` and its order-statistic CI.
+
+    Returns
+    -------
+    ratio : float
+    ci : (float, float)
+    exact : bool
+        False when there are too few rounds for the requested confidence.
+
+    Examples
+    --------
+    >>> paired_ratio([2.0, 4.0, 2.2, 2.0, 2.0, 2.1], [1.0, 2.0, 1.1, 1.0, 1.0, 1.05])
+    (2.0, (2.0, 2.0), True)
+    """
+    b, n = _as_array(base, "base"), _as_array(new, "new")
+    if b.size != n.size:
+        raise ValueError(f"paired_ratio needs one sample per round of each: {b.size} != {n.size}")
+    if np.any(n <= 0):
+        raise ValueError("paired_ratio needs positive new samples")
+    ratios = b / n
+    ci = median_ci(ratios, confidence)
+    return float(np.median(ratios)), (ci.low, ci.high), ci.exact
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (NaN when a side has fewer than 2 samples)."""
+    x, y = _as_array(a, "a"), _as_array(b, "b")
+    if x.size < 2 or y.size < 2:
+        return math.nan
+    if np.all(x == x[0]) and np.all(y == y[0]) and x[0] == y[0]:
+        return 1.0  # all ties: no evidence of a difference
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+
+
+def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two closed intervals share a point."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def significant(ci_a: tuple[float, float], ci_b: tuple[float, float], p_value: float, alpha: float = 0.05) -> bool:
+    """A difference is significant only if the CIs do not overlap and ``p < alpha``."""
+    if math.isnan(p_value):
+        return False
+    return (not intervals_overlap(ci_a, ci_b)) and p_value < alpha
+
+
+def stop_decision(
+    samples: Mapping[str, Sequence[float]],
+    *,
+    rel_ci: float,
+    min_samples: int,
+    max_samples: int,
+    elapsed: float = 0.0,
+    max_seconds: float = math.inf,
+    confidence: float = CONFIDENCE,
+) -> StopDecision:
+    """Decide whether to stop sampling (the data decides, rule 3).
+
+    Parameters
+    ----------
+    samples : mapping name -> samples
+        The live (not failed) variants and their samples so far.
+    rel_ci : float
+        Target: the CI of every median within +-``rel_ci`` of that median.
+    min_samples, max_samples : int
+        Fewest samples before the target may stop sampling; cap on samples.
+    elapsed, max_seconds : float
+        Time spent sampling and its cap.
+
+    Returns
+    -------
+    StopDecision
+        ``stop``; ``reached`` (the target was met by every variant); ``reason``
+        naming the cap hit or the variants still outside the target.
+
+    Examples
+    --------
+    >>> stop_decision({"a": [1.0] * 7}, rel_ci=0.05, min_samples=7, max_samples=50).reason
+    'target reached: every 95% CI of the median within +-5% (7 samples)'
+    """
+    if rel_ci <= 0:
+        raise ValueError(f"rel_ci must be > 0, got {rel_ci!r}")
+    if not samples:
+        return StopDecision(True, False, "no live variant left")
+    counts = {name: len(s) for name, s in samples.items()}
+    n_min = min(counts.values())
+    wide = [
+        name for name, s in samples.items()
+        if len(s) == 0 or not ci_within(s, rel_ci, confidence)
+    ]
+    reached = not wide
+    if reached and n_min >= min_samples:
+        return StopDecision(True, True, f"target reached: every 95% CI of the median within +-{rel_ci:.0%} ({n_min} samples)")
+    outside = f"; outside +-{rel_ci:.0%}: {', '.join(wide)}" if wide else ""
+    if n_min >= max_samples:
+        return StopDecision(True, reached, f"max_samples={max_samples} reached{outside}")
+    if elapsed >= max_seconds:
+        short = f" (min_samples={min_samples} not reached)" if n_min < min_samples else ""
+        return StopDecision(True, reached and n_min >= min_samples,
+                            f"max_seconds={max_seconds:g} reached after {n_min} samples{short}{outside}")
+    return StopDecision(False, False, f"continue ({n_min} samples){outside}")
