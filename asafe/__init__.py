@@ -14,7 +14,7 @@ schedulers), :mod:`asafe.distributed` (a Dask cluster), :mod:`asafe.config`
 """
 from . import config  # registers the dask.config defaults first
 from .board import is_on
-from .distributed import install
+from .distributed import attach, install
 from .domains import EfficiencyDomain, Hysteresis
 from .local import adaptive
 from .mode import ModeVector
@@ -39,5 +39,6 @@ __all__ = [
     "adaptive",
     "is_on",
     "install",
+    "attach",
     "__version__",
 ]

@@ -14,7 +14,11 @@ O(1) when a task is added, finishes, or when a group's estimate moves.
 task durations, and work that is not a task, such as inter-worker transfers) are
 kept in a ring with running sums per type.
 
-The blend is ``(1 - blend) * scheduled + blend * measured``; when one view is empty
+The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
+``w = (1 - blend) * min(1, S / M)``, where ``S`` is the expected seconds of the
+scheduled tasks and ``M`` the measured seconds in the window: the scheduled view
+gets its full weight only while it holds as much work as the window, so a few
+stragglers at the end of a phase do not swing the mode. When one view is empty
 the other is used alone.
 
 Memory is bounded whatever the graph size: the ring holds ``window`` entries and
@@ -98,6 +102,7 @@ class ModeTracker:
         self._groups: OrderedDict[tuple[str, str], _Group] = OrderedDict()
         self._type_average: dict[str, float] = {}
         self._scheduled: dict[str, float] = {}
+        self._counts: dict[str, int] = {}  # scheduled tasks per type
         self._ring: deque[tuple[str, float]] = deque()
         self._measured: dict[str, float] = {}
         self.finished = 0  # tasks finished since creation (dwell counts these)
@@ -106,9 +111,7 @@ class ModeTracker:
     def add(self, task_type: str, prefix: str) -> None:
         """A task of this type and key prefix is now scheduled (ready or running)."""
         with self._lock:
-            group = self._group(task_type, prefix)
-            group.count += 1
-            self._scheduled[task_type] = self._scheduled.get(task_type, 0.0) + group.expected
+            self._schedule(self._group(task_type, prefix))
 
     def finish(self, task_type: str, prefix: str, duration: float, scheduled: bool = True) -> None:
         """A task finished after ``duration`` seconds of work.
@@ -120,8 +123,7 @@ class ModeTracker:
         with self._lock:
             group = self._group(task_type, prefix)
             if scheduled and group.count > 0:
-                group.count -= 1
-                self._scheduled[task_type] -= group.expected
+                self._unschedule(group)
             self._learn(group, duration)
             self._push(task_type, duration)
             self.finished += 1
@@ -133,9 +135,33 @@ class ModeTracker:
             group = self._groups.get((task_type, prefix))
             if group is None or group.count == 0:
                 return
-            group.count -= 1
-            self._scheduled[task_type] -= group.expected
+            self._unschedule(group)
             self._evict()
+
+    def ingest(
+        self,
+        added: list[tuple[str, str]],
+        finished: list[tuple[str, str, float]],
+    ) -> None:
+        """Apply a batch of events under one lock: every ``add``, then every ``finish``.
+
+        Scheduler integrations buffer events on their hot path and hand them over
+        here once per evaluation interval. Adds come first because a task that
+        finished within the batch was necessarily added before it finished.
+        """
+        with self._lock:
+            for task_type, prefix in added:
+                self._schedule(self._group(task_type, prefix))
+            for task_type, prefix, duration in finished:
+                group = self._group(task_type, prefix)
+                if group.count > 0:
+                    self._unschedule(group)
+                duration = max(float(duration), 0.0)
+                self._learn(group, duration)
+                self._push(task_type, duration)
+            self.finished += len(finished)
+            if len(self._groups) > self.max_groups:
+                self._evict()
 
     def observe(self, task_type: str, seconds: float) -> None:
         """Measured work that is not a scheduled task (e.g. a transfer)."""
@@ -148,6 +174,7 @@ class ModeTracker:
             for group in self._groups.values():
                 group.count = 0
             self._scheduled.clear()
+            self._counts.clear()
             self._evict()
 
     # reading ----------------------------------------------------------------
@@ -189,6 +216,21 @@ class ModeTracker:
         else:
             self._groups.move_to_end(key)
         return group
+
+    def _schedule(self, group: _Group) -> None:
+        task_type = group.task_type
+        group.count += 1
+        self._counts[task_type] = self._counts.get(task_type, 0) + 1
+        self._scheduled[task_type] = self._scheduled.get(task_type, 0.0) + group.expected
+
+    def _unschedule(self, group: _Group) -> None:
+        task_type = group.task_type
+        group.count -= 1
+        left = self._counts[task_type] = self._counts[task_type] - 1
+        if left == 0:  # exact zero: no residue of the running sum's rounding
+            self._scheduled[task_type] = 0.0
+        else:
+            self._scheduled[task_type] -= group.expected
 
     def _learn(self, group: _Group, duration: float) -> None:
         old = group.expected
@@ -232,8 +274,13 @@ def _blend(scheduled: dict[str, float], measured: dict[str, float], blend: float
         return expected_shares or measured_shares
     if not expected_shares or blend == 1.0:
         return measured_shares or expected_shares
+    # The scheduled view weighs (1 - blend) only while it holds at least as much
+    # work as the window; a straggler or two at the end of a phase (one 2 ms task
+    # against a window of seconds) must not swing the ratio on its own.
+    weight = (1 - blend) * min(1.0, sum(scheduled.values()) / sum(measured.values()))
+    total = weight + blend
     names = expected_shares.keys() | measured_shares.keys()
     return {
-        t: (1 - blend) * expected_shares.get(t, 0.0) + blend * measured_shares.get(t, 0.0)
+        t: (weight * expected_shares.get(t, 0.0) + blend * measured_shares.get(t, 0.0)) / total
         for t in names
     }

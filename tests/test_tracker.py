@@ -138,3 +138,23 @@ def test_scheduled_work_equals_count_times_expected(stream):
     shares = tracker.mode().shares
     assert all(v >= 0 for v in shares.values())
     assert not shares or sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_a_straggler_does_not_swing_the_mode():
+    tracker = ModeTracker(window=100, blend=0.5, default_duration=0.002)
+    for _ in range(100):
+        tracker.observe("communication", 0.01)  # one second of measured communication
+    tracker.add("compute", "tail")  # a single 2 ms compute task left scheduled
+    assert tracker.mode()["compute"] < 0.01
+    assert tracker.mode().ratio < 0.5
+
+
+def test_scheduled_sums_return_to_exact_zero():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=0.1)
+    for i in range(50):
+        tracker.add("compute", "inc")
+        tracker.finish("compute", "inc", 0.1 + i * 1e-3)
+    tracker.add("compute", "inc")
+    tracker.discard("compute", "inc")
+    assert tracker._scheduled["compute"] == 0.0
+    assert tracker.scheduled_work() == {}
