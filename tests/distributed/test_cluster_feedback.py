@@ -1,0 +1,118 @@
+"""Compression changes its own signal: the naive ratio flaps, asafe's does not.
+
+A transfer-bound workload runs in waves: producers on one worker emit an 8 MB
+payload, consumers on the other worker fetch it and do a little work. With
+compression on, producers emit a compressed payload instead (a few KB on the
+wire, reporting its 8 MB ``logical_nbytes``), so the transfers all but vanish.
+The link is emulated at 100 MB/s (a payload takes ``nbytes / LINK`` seconds to
+arrive, inside the transfer the worker measures) so that the workload is
+transfer-bound on any machine: on a loopback interface a dense payload would
+cross at whatever speed the shared machine happens to have.
+
+* naive (``transfer_correction=False``): the measured transfers shrink, the
+  compute/communication ratio rises past beta and compression switches itself
+  off although the workload did not change; transfers grow back, the ratio falls
+  below alpha, on again, ...
+* asafe (the default): transfers count in uncompressed-equivalent seconds, the
+  ratio keeps describing the workload, and compression stays on.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from distributed import get_worker
+
+import asafe
+
+pytestmark = pytest.mark.timeout(180)
+
+PAYLOAD = 1_000_000  # float64 values: 8 MB uncompressed
+WORK = 0.005  # seconds of compute per task
+LINK = 100e6  # bytes per second of the emulated link
+
+
+class Dense:
+    """An uncompressed payload on the emulated link."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __sizeof__(self):  # what dask.sizeof, and so the worker's transfer log, counts
+        return self.values.nbytes
+
+    def __reduce__(self):
+        return (_arrive, (self.values,))
+
+
+def _arrive(values):
+    time.sleep(values.nbytes / LINK)  # unpickled at the receiving worker, inside its transfer
+    return Dense(values)
+
+
+class Packed:
+    """A compressed payload: small on the wire, reports its dense size."""
+
+    def __init__(self, logical_nbytes, data):
+        self.logical_nbytes = logical_nbytes
+        self.data = data
+
+    @property
+    def nbytes(self):
+        return self.data.nbytes
+
+
+@asafe.typed(asafe.COMPUTE)
+def produce(i):
+    worker = get_worker()
+    dense = getattr(worker, "_asafe_test_payload", None)
+    if dense is None:  # made once per worker: producing costs WORK, not an allocation
+        dense = worker._asafe_test_payload = np.ones(PAYLOAD)
+    time.sleep(WORK)
+    if asafe.is_on("compression"):
+        return Packed(dense.nbytes, dense[:1000].copy())
+    return Dense(dense)
+
+
+@asafe.typed(asafe.COMPUTE)
+def consume(payload, i):
+    time.sleep(WORK)
+    return isinstance(payload, Packed)
+
+
+def transfer_bound_run(client, handle, waves=16, width=4, depth=4):
+    """Waves of producers on one worker and consumers on the other, a few waves in flight."""
+    source, sink = sorted(client.scheduler_info()["workers"])
+    compressed, pending = [], []
+    for w in range(waves + 1):
+        if w < waves:
+            producers = [client.submit(produce, (w, i), workers=[source], pure=False) for i in range(width)]
+            pending.append([client.submit(consume, p, i, workers=[sink], pure=False) for i, p in enumerate(producers)])
+            del producers
+        while len(pending) >= depth or (w == waves and pending):
+            compressed += client.gather(pending.pop(0))
+    return compressed
+
+
+def test_naive_ratio_flaps_asafe_does_not(client, make_runtime, installed):
+    def fresh():
+        return make_runtime(window=48, dwell=0.1, dwell_tasks=4)
+
+    with installed(client, fresh(), transfer_correction=False) as naive:
+        transfer_bound_run(client, naive)
+        naive_history = [(t.old, t.new) for t in naive.history]
+    with installed(client, fresh()) as corrected:
+        compressed = transfer_bound_run(client, corrected)
+        corrected_history = [(t.old, t.new) for t in corrected.history]
+        transfers = corrected.info("plugin")["plugin"]["transfers"]
+    # naive: on, then off again under the same workload (then on again, ...)
+    assert naive_history[:2] == [(False, True), (True, False)], naive_history
+    # asafe: on once, and it stays on
+    assert corrected_history == [(False, True)], corrected_history
+    # once on, every later payload travelled compressed
+    first = compressed.index(True)
+    assert all(compressed[first:]) and first < len(compressed) // 2
+    # the correction at work: logical bytes far above wire bytes, seconds charged accordingly
+    assert transfers["logical_bytes"] > 2 * transfers["wire_bytes"]
+    assert transfers["corrected_seconds"] > transfers["seconds"]
