@@ -56,7 +56,7 @@ _run = threading.local()  # per calling thread: the annotations of the pending c
 class _Run:
     """State of one ``get`` call: only what is in flight, never per-graph history."""
 
-    __slots__ = ("annotations", "groups", "started", "added", "finished", "types", "prefixes", "next_flush")
+    __slots__ = ("annotations", "groups", "started", "added", "finished", "durations", "interned", "next_flush")
 
     def __init__(self, annotations: Mapping) -> None:
         self.annotations = annotations
@@ -64,8 +64,10 @@ class _Run:
         self.started: dict = {}  # key -> start time, running tasks only
         self.added: list = []  # events buffered until the next flush
         self.finished: list = []
-        self.types: dict = {}  # callable -> type (or None): resolved once per function
-        self.prefixes: dict = {}  # key name -> prefix
+        self.durations: list = []
+        # callable -> {prefix -> (type, prefix)}: one interned group tuple per
+        # function and key prefix, so the hot path allocates no tuple per task
+        self.interned: dict = {}
         self.next_flush = 0.0
 
 
@@ -102,8 +104,8 @@ class _TrackingCallback(Callback):
     def _posttask(self, key: Any, result: Any, dsk: Mapping, state: dict, worker_id: Any) -> None:
         now = time.perf_counter()
         run = self._local.run
-        task_type, prefix = run.groups.pop(key, None) or self._resolve(run, key, dsk)
-        run.finished.append((task_type, prefix, now - run.started.pop(key, now)))
+        run.finished.append(run.groups.pop(key, None) or self._resolve(run, key, dsk))
+        run.durations.append(now - run.started.pop(key, now))
         waiting, groups = state["waiting"], run.groups
         for dependent in state["dependents"][key]:
             if dependent not in waiting and dependent not in groups:
@@ -115,15 +117,15 @@ class _TrackingCallback(Callback):
         run = getattr(self._local, "run", None)
         if run is None:
             return
-        self.tracker.ingest(run.added, run.finished)
+        self.tracker.ingest(run.added, run.finished, run.durations)
         for task_type, prefix in run.groups.values():  # scheduled but never finished
             self.tracker.discard(task_type, prefix)
         self._local.run = None
         self.runtime.evaluate()
 
     def _flush(self, run: _Run, now: float) -> None:
-        self.tracker.ingest(run.added, run.finished)
-        run.added, run.finished = [], []
+        self.tracker.ingest(run.added, run.finished, run.durations)
+        run.added, run.finished, run.durations = [], [], []
         run.next_flush = now + self.interval
         self.runtime.maybe_evaluate()
 
@@ -132,10 +134,7 @@ class _TrackingCallback(Callback):
         return group
 
     def _resolve(self, run: _Run, key: Any, dsk: Mapping) -> tuple[str, str]:
-        name = key[0] if type(key) is tuple else key
-        prefix = run.prefixes.get(name)
-        if prefix is None:
-            prefix = run.prefixes[name] = key_split(key)
+        prefix = key_split(key)  # cached by Dask
         annotated = run.annotations.get(key) if run.annotations else None
         if annotated is not None:
             return resolve_type(annotated, None, self.default_type), prefix
@@ -144,12 +143,15 @@ class _TrackingCallback(Callback):
         if func is None or func is _execute_subgraph:  # fused: the type is inside
             return resolve_type(None, task, self.default_type), prefix
         try:
-            found = run.types[func]
-        except KeyError:
-            found = run.types[func] = type_of_callable(func)
+            by_prefix = run.interned.get(func)
         except TypeError:  # an unhashable callable
-            found = type_of_callable(func)
-        return (found or self.default_type), prefix
+            return (type_of_callable(func) or self.default_type), prefix
+        if by_prefix is None:
+            by_prefix = run.interned[func] = {}
+        group = by_prefix.get(prefix)
+        if group is None:
+            group = by_prefix[prefix] = (type_of_callable(func) or self.default_type, prefix)
+        return group
 
 
 class _AnnotatedGet:

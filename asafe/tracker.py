@@ -14,6 +14,10 @@ O(1) when a task is added, finishes, or when a group's estimate moves.
 task durations, and work that is not a task, such as inter-worker transfers) are
 kept in a ring with running sums per type.
 
+The event path allocates no container per event (groups are interned tuples,
+the ring is two parallel deques): with a graph of 100k objects in memory, every
+700 tuples allocated would trigger a garbage collection that walks them.
+
 The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
 ``w = (1 - blend) * min(1, S / M)``, where ``S`` is the expected seconds of the
 scheduled tasks and ``M`` the measured seconds in the window: the scheduled view
@@ -103,7 +107,8 @@ class ModeTracker:
         self._type_average: dict[str, float] = {}
         self._scheduled: dict[str, float] = {}
         self._counts: dict[str, int] = {}  # scheduled tasks per type
-        self._ring: deque[tuple[str, float]] = deque()
+        self._ring_types: deque[str] = deque()  # two parallel deques: no tuple per entry
+        self._ring_seconds: deque[float] = deque()
         self._measured: dict[str, float] = {}
         self.finished = 0  # tasks finished since creation (dwell counts these)
 
@@ -141,24 +146,28 @@ class ModeTracker:
     def ingest(
         self,
         added: list[tuple[str, str]],
-        finished: list[tuple[str, str, float]],
+        finished: list[tuple[str, str]],
+        durations: list[float],
     ) -> None:
-        """Apply a batch of events under one lock: every ``add``, then every ``finish``.
+        """Apply a batch of events under one lock: every add, then every finish.
 
         Scheduler integrations buffer events on their hot path and hand them over
-        here once per evaluation interval. Adds come first because a task that
-        finished within the batch was necessarily added before it finished.
+        here once per evaluation interval. ``added`` and ``finished`` hold
+        ``(type, prefix)`` groups (the same tuple objects may repeat: the hot path
+        allocates nothing per task); ``durations[i]`` is the measured duration of
+        ``finished[i]``. Adds come first because a task that finished within the
+        batch was necessarily added before it finished.
         """
         with self._lock:
-            for task_type, prefix in added:
-                self._schedule(self._group(task_type, prefix))
-            for task_type, prefix, duration in finished:
-                group = self._group(task_type, prefix)
+            for key in added:
+                self._schedule(self._group_at(key))
+            for key, duration in zip(finished, durations):
+                group = self._group_at(key)
                 if group.count > 0:
                     self._unschedule(group)
-                duration = max(float(duration), 0.0)
+                duration = duration if duration > 0.0 else 0.0
                 self._learn(group, duration)
-                self._push(task_type, duration)
+                self._push(key[0], duration)
             self.finished += len(finished)
             if len(self._groups) > self.max_groups:
                 self._evict()
@@ -208,11 +217,13 @@ class ModeTracker:
 
     # internals (called with the lock held) -----------------------------------
     def _group(self, task_type: str, prefix: str) -> _Group:
-        key = (task_type, prefix)
+        return self._group_at((task_type, prefix))
+
+    def _group_at(self, key: tuple[str, str]) -> _Group:
         group = self._groups.get(key)
         if group is None:
-            start = self._type_average.get(task_type, self.default_duration)
-            group = self._groups[key] = _Group(task_type, start)
+            start = self._type_average.get(key[0], self.default_duration)
+            group = self._groups[key] = _Group(key[0], start)
         else:
             self._groups.move_to_end(key)
         return group
@@ -244,11 +255,11 @@ class ModeTracker:
         self._type_average[group.task_type] = duration if previous is None else 0.5 * (previous + duration)
 
     def _push(self, task_type: str, seconds: float) -> None:
-        self._ring.append((task_type, seconds))
+        self._ring_types.append(task_type)
+        self._ring_seconds.append(seconds)
         self._measured[task_type] = self._measured.get(task_type, 0.0) + seconds
-        if len(self._ring) > self.window:
-            old_type, old_seconds = self._ring.popleft()
-            self._measured[old_type] -= old_seconds
+        if len(self._ring_types) > self.window:
+            self._measured[self._ring_types.popleft()] -= self._ring_seconds.popleft()
 
     def _evict(self) -> None:
         # only idle groups are forgotten; at most a few per event (amortised O(1))
