@@ -355,14 +355,43 @@ def _profile_summary(profiler: cProfile.Profile, n_tasks: int) -> dict[str, Any]
     }
 
 
-# ============================================================================
-# DISTRIBUTED SECTIONS: the place for "plugin overhead on a LocalCluster" and
-# "state propagation delay". Write each as a function taking a Context, decorate
-# it with @section("name", "one line of help"), and it is listed, selectable with
-# --section name, and run by default. Start the cluster inside the section, time
-# its start-up as warm-up (Measurement.from_samples(..., warmup_times=[...])),
-# add records with ctx.results.add(...) and samples to ctx.figures[title].
-# ============================================================================
+# --------------------------------------------------------------------------- a Dask cluster
+# The measurements live in benchmarks/cluster.py (also runnable alone as
+# ``python -m benchmarks cluster``); these sections run them on one LocalCluster
+# of 2 worker processes x 1 thread so the overhead suite reports every scheduler.
+@section("cluster", "LocalCluster: 10k small tasks with and without asafe's plugins")
+def cluster_overhead(ctx: Context) -> None:
+    """Per-task cost of the scheduler and worker plugins, side by side."""
+    from . import cluster
+
+    n_tasks = 2_000 if ctx.args.quick else 10_000
+    started = time.perf_counter()
+    with cluster.local_cluster() as (local, client):
+        ctx.results.add("cluster_start_s", time.perf_counter() - started)
+        record = cluster.plugin_overhead(client, n_tasks, cluster=local, rel_ci=ctx.rel_ci,
+                                         min_samples=3 if ctx.args.quick else ctx.min_samples,
+                                         max_seconds=ctx.max_seconds)
+    ctx.results.add("cluster", record)
+    ctx.figures["LocalCluster, 2 workers"] = record["measurements"]
+    print(f"\n== LocalCluster (2 worker processes x 1 thread): {n_tasks:,} small tasks ==")
+    print(summary_table(record["measurements"]))
+    print(f"asafe / plain = {record['slowdown']:.3f} [{record['slowdown_ci95'][0]:.3f}, "
+          f"{record['slowdown_ci95'][1]:.3f}]: {record['verdict']}; "
+          f"{format_seconds(record['per_task_overhead_s'])} per task")
+
+
+@section("propagation", "LocalCluster: delay from the scheduler's decision to every worker (median, p99)")
+def propagation(ctx: Context) -> None:
+    """State propagation delay, one sample per (transition, worker); target p99 < 100 ms."""
+    from . import cluster
+
+    with cluster.local_cluster() as (_, client):
+        record = cluster.propagation_delay(client, 50 if ctx.args.quick else 200)
+    ctx.results.add("propagation", record)
+    print(f"\n== state propagation on a LocalCluster (2 workers) ==\n"
+          f"median {format_seconds(record['median_s'])}, p95 {format_seconds(record['p95_s'])}, "
+          f"p99 {format_seconds(record['p99_s'])}, max {format_seconds(record['max_s'])} over "
+          f"{record['measurement'].n} deliveries (target p99 < 100 ms); lost {record['lost']}")
 
 
 # --------------------------------------------------------------------------- command line
