@@ -46,7 +46,6 @@ setup(
     extras_require=extras_require,
     entry_points={"console_scripts": ["asafe=asafe.cli:main"]},
     classifiers=[
-        "License :: OSI Approved :: BSD License",
         "Programming Language :: Python :: 3",
         "Framework :: Dask",
     ],
