@@ -16,23 +16,66 @@ def main() -> None:
     """asafe: scheduler-driven adaptive optimizations for Dask."""
 
 
-@main.command()
-@click.option("--tasks", default=400, show_default=True, type=click.IntRange(10, 1_000_000),
-              help="Tasks per phase.")
-@click.option("--scheduler", default="threads", show_default=True,
-              type=click.Choice(["threads", "sync", "processes"]), help="Dask local scheduler.")
-@click.option("--alpha", default=0.5, show_default=True, type=float,
-              help="Compression turns on below this compute/communication ratio.")
-@click.option("--beta", default=2.0, show_default=True, type=float,
-              help="Compression turns off above this compute/communication ratio.")
-def demo(tasks: int, scheduler: str, alpha: float, beta: float) -> None:
-    """Run a small adaptive run and print the mode vector and the transitions."""
-    from .demo import run_local_demo
+def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise click.BadParameter(f"must be > 0, got {value}")
+    return value
 
+
+@main.command()
+@click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: about 2 minutes on 2 cores.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=2),
+              help="Worker processes of the embedded LocalCluster (panels are shipped between them).")
+@click.option("--threads-per-worker", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Threads per worker of the embedded LocalCluster.")
+@click.option("--scheduler-address", default=None, metavar="ADDRESS",
+              help="Run on this existing cluster (tcp://host:port) instead of an embedded one.")
+@click.option("--repetitions", default=None, type=click.IntRange(1, 100),
+              help="Measured rounds of every variant, interleaved [default: 3 with --quick, else 6].")
+@click.option("--alpha", default=None, type=float, callback=_positive,
+              help="Compression turns on below this compute/communication ratio [default: 2].")
+@click.option("--beta", default=None, type=float, callback=_positive,
+              help="Compression turns off above this compute/communication ratio [default: 8].")
+@click.option("--window", default=None, type=click.IntRange(min=1),
+              help="Measurements in the mode tracker's sliding window [default: 16].")
+@click.option("--plot", "plot", default="asafe-demo.png", show_default=True, type=click.Path(dir_okay=False),
+              help="Where the PNG figure goes.")
+@click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
+              type=click.Path(dir_okay=False), help="Where the JSON report goes.")
+@click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
+              help="Phase sizes (tests use 'test').")
+def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
+         repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
+         plot: str, json_path: str, size: str | None) -> None:
+    """Run the phased Graph500 workload: adaptive compression against the static settings.
+
+    Four phases (shipped sparse panels, local dense-ish panels, shipped panels
+    reused for 8 vectors, local 256-tiles) run under asafe's adaptive runtime,
+    compression always on, always off, and the per-phase oracle. Prints progress,
+    transitions and a table; writes a JSON report and a PNG figure.
+    """
+    from dataclasses import replace
+
+    from . import workload
+    from .demo import DemoError, run_demo
+
+    if size is None:
+        size = "quick" if quick else "default"
+    thresholds = workload.DEFAULT_THRESHOLDS
+    changes = {k: v for k, v in (("alpha", alpha), ("beta", beta), ("window", window)) if v is not None}
+    if changes:
+        thresholds = replace(thresholds, **changes, how="set on the command line: " + ", ".join(
+            f"{k}={v}" for k, v in changes.items()))
+    if thresholds.alpha > thresholds.beta:
+        raise click.BadParameter(
+            f"Hysteresis needs alpha <= beta, got alpha={thresholds.alpha} > beta={thresholds.beta}",
+            param_hint="'--alpha' / '--beta'")
     try:
-        run_local_demo(tasks=tasks, scheduler=scheduler, alpha=alpha, beta=beta, echo=click.echo)
-    except (TypeError, ValueError) as exc:
-        raise click.BadParameter(str(exc)) from exc
+        run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
+                 scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
+                 plot=plot, json_path=json_path)
+    except DemoError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,15 +1,13 @@
 """The asafe console script: --help everywhere, the demo, bad options."""
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from asafe.cli import main
-
-
-def commands():
-    return sorted(main.commands)
 
 
 @pytest.mark.parametrize("args", [["--help"]] + [[name, "--help"] for name in sorted(main.commands)])
@@ -20,17 +18,23 @@ def test_help_on_every_command(args):
 
 
 def test_console_script_is_installed():
-    exe = shutil.which("asafe")
-    assert exe is not None, "the asafe console script is not on PATH"
+    # beside this interpreter (a venv used without activating it), else on PATH
+    beside = Path(sys.executable).with_name("asafe")
+    exe = str(beside) if beside.exists() else shutil.which("asafe")
+    assert exe is not None, f"the asafe console script is neither beside {sys.executable} nor on PATH"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True)
     assert "demo" in out.stdout
 
 
-def test_demo_runs_and_prints_the_mode_and_transitions():
-    result = CliRunner().invoke(main, ["demo", "--tasks", "30", "--scheduler", "sync"])
+def test_demo_runs_and_prints_the_mode_and_transitions(tmp_path):
+    # test-sized phases on a real LocalCluster of 2 worker processes, one measured round
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--repetitions", "1",
+                                       "--plot", str(tmp_path / "d.png"), "--json", str(tmp_path / "d.json")])
     assert result.exit_code == 0, result.output
-    assert "ModeVector(" in result.output
-    assert "transitions:" in result.output
+    assert "ModeVector(" in result.output  # the mode vector after each adaptive phase
+    assert "Total time" in result.output and "targets:" in result.output
+    assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "d.json").exists()
 
 
 def test_demo_rejects_bad_thresholds():

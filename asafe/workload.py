@@ -1,0 +1,966 @@
+"""The phased Graph500 workload: a run whose balance of computation and communication changes.
+
+Real workloads change phase, and a static optimization that wins in one phase
+loses in the next. This module builds such a run on a Dask cluster from
+Graph500-style mixed matrices (:func:`asafe.compression.graph500.mixed_matrix`)
+and validates every phase against scipy. :mod:`asafe.demo` (``asafe demo``) and
+the ``phased`` benchmark suite measure it.
+
+One phase
+---------
+A phase is a few steps of the power iteration ``x <- A x / ||A x||`` on one
+matrix ``A`` (:class:`Phase`). ``A`` is cut into row panels; each step runs three
+kinds of tasks, typed so that asafe sees what they do:
+
+``produce`` (compute, :func:`produce_panel`)
+    Materializes a row panel in its uncompressed (dense) form -- as a generator,
+    a dense update or a reader would deliver it -- and hands it to the tile
+    producer :meth:`TiledMatrix.from_dense(..., compress=None)
+    <asafe.compression.TiledMatrix.from_dense>`, which asks
+    ``asafe.is_on("compression")``: when it is on, every tile is inspected (a
+    pass over its ``E`` elements) and emitted as CSR when the cost model calls it
+    a candidate; when it is off, the tiles are emitted dense without a look.
+``multiply`` (compute, :func:`multiply_panel`)
+    ``panel @ x`` with the numba kernels.
+``normalize`` (communication, :func:`normalize`)
+    Gathers the slices of ``y`` from every worker and normalizes them: the next ``x``.
+
+The phase decides, for real reasons and without sleeping, how much each costs:
+
+* **placement** -- ``"shipped"``: panel ``i`` is produced on worker ``i`` and
+  multiplied on worker ``i + 1`` (``workers=`` with ``allow_other_workers=False``),
+  so every panel crosses between worker processes; ``"local"``: it is produced
+  and multiplied in one task on one worker (:func:`produce_and_multiply`) and
+  never moves;
+* **reuse** -- a panel multiplies ``vectors`` vectors (a block power iteration:
+  personalized PageRank from several sources); every step produces the panels
+  anew (the operator of each step is made again, as that of a time-varying
+  graph or of a dense update would be);
+* **density** -- ``dense_fraction`` of the tiles are blocks overlaid on the
+  graph, each filled to ``fill`` (``fill=1``: fully dense; ``fill=0.3``: dense-ish
+  tiles that the cost model still compresses, at a conversion cost);
+* **scale** -- the graph has ``2**scale`` vertices, and the tile size varies.
+
+Why the static settings lose
+----------------------------
+A Graph500 tile holds a few non-zeros, so compression shrinks a shipped panel
+from ``8 E`` bytes to a few bytes per non-zero, and moving 8 bytes per element
+between two worker processes costs more than the inspection pass that avoids
+it: compression *off* loses wherever sparse panels are shipped (about 2x on the
+2-core development machine). Dense-ish tiles made and used once on the same
+worker gain nothing from CSR: the inspection and the conversion (a branchy pass
+at 30% fill, about 4 ns per element against 2.5 ns for the dense copy) are pure
+cost -- compression *on* loses there (1.3x to 1.6x). :data:`PHASES` alternates
+the two kinds of phase, with different scales, tile sizes, reuse and densities.
+``python -m benchmarks phased`` measures all of it.
+
+What the adaptive runtime sees
+------------------------------
+Producers and multiplies are ``@asafe.typed("compute")``, the gather is
+``@asafe.typed("communication")``, and the scheduler plugin counts every
+inter-worker transfer as communication in uncompressed-equivalent seconds
+(:mod:`asafe.plugins`). A shipped phase therefore shows a low
+compute/communication ratio whether compression is on or off, and a local phase
+a high one (only the small ``x`` vectors move). :func:`adaptive_runtime` builds
+the :class:`~asafe.Hysteresis` runtime the demo uses; :data:`DEFAULT_THRESHOLDS`
+says how its alpha and beta were chosen.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .domains import EfficiencyDomain
+from .types import COMMUNICATION, COMPUTE, typed
+
+__all__ = [
+    "Phase",
+    "PhaseMatrix",
+    "PHASES",
+    "QUICK_PHASES",
+    "TEST_PHASES",
+    "phases_for",
+    "Thresholds",
+    "DEFAULT_THRESHOLDS",
+    "adaptive_runtime",
+    "produce_panel",
+    "multiply_panel",
+    "produce_and_multiply",
+    "normalize",
+    "initial_vectors",
+    "reference",
+    "check_result",
+    "PhaseRun",
+    "run_phase",
+    "run_workload",
+    "panel_bounds",
+    "placement_plan",
+    "VARIANTS",
+    "ORACLE",
+    "VariantRun",
+    "Comparison",
+    "run_variant",
+    "compare",
+    "Pinned",
+    "observe_ratios",
+    "clear_cache",
+]
+
+PLACEMENTS = ("shipped", "local")
+
+
+# --------------------------------------------------------------------------- phases
+@dataclass(frozen=True)
+class Phase:
+    """One phase of the workload: a few power-iteration steps on one matrix.
+
+    Parameters
+    ----------
+    name : str
+        Short name (``"shipped-sparse"``).
+    scale : int
+        The graph has ``2**scale`` vertices (a ``2**scale`` square matrix).
+    tile : int
+        Tile side.
+    dense_fraction : float
+        Fraction of the tiles overlaid with a dense block (see
+        :func:`asafe.compression.graph500.mixed_matrix`).
+    fill : float
+        Fraction of the elements of each dense block that are non-zero (1.0:
+        fully dense; below the cost model's threshold, about 36% for 128 x 128
+        tiles, the block is a compression candidate).
+    placement : {"shipped", "local"}
+        Where a panel is multiplied: on another worker than the one that
+        produced it, or on the same one.
+    steps : int
+        Power-iteration steps; every step produces every panel again (a
+        panel is used in one step only: the matrix of each step is made anew,
+        as the operator of a time-varying graph or of a dense update is).
+    vectors : int
+        Reuse: how many vectors one produced panel multiplies (a block power
+        iteration, personalized PageRank for ``vectors`` sources).
+    panels : int
+        Row panels (tasks of each kind per step).
+    edgefactor, seed : int
+        Graph500 generator settings.
+    description : str
+        One line on what the phase stands for.
+
+    Examples
+    --------
+    >>> p = Phase("p", scale=8, tile=32, steps=2, panels=4)
+    >>> p.n, p.grid, p.elements
+    (256, 8, 65536)
+    >>> Phase("p", scale=8, placement="remote")
+    Traceback (most recent call last):
+    ...
+    ValueError: placement must be one of ('shipped', 'local'), got 'remote'
+    """
+
+    name: str
+    scale: int
+    tile: int = 128
+    dense_fraction: float = 0.0
+    fill: float = 1.0
+    placement: str = "shipped"
+    steps: int = 8
+    vectors: int = 1
+    panels: int = 8
+    edgefactor: int = 16
+    seed: int = 0
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"a phase needs a non-empty name, got {self.name!r}")
+        for attr, low in (("scale", 1), ("tile", 1), ("steps", 1), ("vectors", 1), ("panels", 1),
+                          ("edgefactor", 1), ("seed", 0)):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ValueError(f"{attr} must be an integer >= {low}, got {value!r}")
+        if self.scale > 20:
+            raise ValueError(f"scale must be <= 20 for this workload (dense panels), got {self.scale}")
+        if not 0.0 <= float(self.dense_fraction) <= 1.0:
+            raise ValueError(f"dense_fraction must be in [0, 1], got {self.dense_fraction!r}")
+        if not 0.0 < float(self.fill) <= 1.0:
+            raise ValueError(f"fill must be in (0, 1], got {self.fill!r}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+
+    @property
+    def n(self) -> int:
+        """Rows (and columns) of the matrix."""
+        return 1 << self.scale
+
+    @property
+    def grid(self) -> int:
+        """Tile rows (and columns)."""
+        return -(-self.n // self.tile)
+
+    @property
+    def elements(self) -> int:
+        """Elements of the matrix (``n**2``): what a dense step touches."""
+        return self.n * self.n
+
+    def source(self) -> "PhaseMatrix":
+        """The matrix of this phase (generated where it is used)."""
+        return PhaseMatrix(self.scale, self.tile, self.dense_fraction, self.fill, self.edgefactor, self.seed)
+
+    def scaled(self, **changes: Any) -> "Phase":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: The default run (``asafe demo``): four phases that alternate the winner.
+PHASES: tuple[Phase, ...] = (
+    Phase("shipped-sparse", scale=12, dense_fraction=0.0, placement="shipped", steps=10, vectors=1, panels=16,
+          description="Graph500 panels made on one worker and multiplied on the other"),
+    Phase("local-denseish", scale=13, dense_fraction=1.0, fill=0.3, placement="local", steps=8, vectors=1,
+          panels=16, description="30%-full blocks everywhere, made and used once on the same worker"),
+    Phase("shipped-reused", scale=12, dense_fraction=0.1, placement="shipped", steps=8, vectors=8, panels=16,
+          description="10% dense blocks on the graph, shipped, each panel multiplying 8 vectors"),
+    Phase("local-dense", scale=13, tile=256, dense_fraction=0.9, fill=0.33, placement="local", steps=6,
+          vectors=2, panels=16, description="90% of the 256-tiles 33%-full blocks, local, 2 vectors"),
+)
+
+#: ``asafe demo --quick``: the same four phases, smaller.
+QUICK_PHASES: tuple[Phase, ...] = (
+    PHASES[0].scaled(scale=11, steps=8, panels=8),
+    PHASES[1].scaled(scale=12, steps=6, panels=16),
+    PHASES[2].scaled(scale=11, steps=6, panels=8),
+    PHASES[3].scaled(scale=12, steps=6, panels=16),
+)
+
+#: The test suite's sizes: every phase in well under a second.
+TEST_PHASES: tuple[Phase, ...] = (
+    PHASES[0].scaled(scale=9, tile=64, steps=2, panels=4),
+    PHASES[1].scaled(scale=8, tile=64, steps=2, panels=4),
+    PHASES[2].scaled(scale=9, tile=64, steps=2, vectors=3, panels=4),
+    PHASES[3].scaled(scale=8, tile=64, steps=2, panels=4),
+)
+
+_SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES}
+
+
+def phases_for(size: str) -> tuple[Phase, ...]:
+    """The phases of a named size: ``"default"``, ``"quick"`` or ``"test"``.
+
+    Examples
+    --------
+    >>> [p.name for p in phases_for("quick")]
+    ['shipped-sparse', 'local-denseish', 'shipped-reused', 'local-dense']
+    """
+    try:
+        return _SIZES[size]
+    except KeyError:
+        raise ValueError(f"size must be one of {sorted(_SIZES)}, got {size!r}") from None
+
+
+# --------------------------------------------------------------------------- the matrix
+_CACHE: dict[tuple, Any] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+class PhaseMatrix:
+    """The matrix of a phase: a Graph500 graph with (partly) dense blocks, cached per process.
+
+    Only the parameters travel with the tasks; each process (the client for the
+    reference, every worker for its panels) generates the matrix once. With
+    ``fill=1`` it is :func:`~asafe.compression.graph500.mixed_matrix` (fully
+    dense blocks overlaid on the Kronecker graph, symmetric). With ``fill < 1``
+    the blocks chosen by :func:`~asafe.compression.graph500.dense_tiles` replace
+    the graph there by independent uniform draws kept with probability ``fill``
+    (values in ``(1 - fill, 1]``); the graph outside the blocks is kept, and the
+    matrix is no longer symmetric.
+
+    Examples
+    --------
+    >>> M = PhaseMatrix(scale=6, tile=16, dense_fraction=1.0, fill=0.5).matrix()
+    >>> M.shape, 0.4 < M.nnz / 64**2 < 0.6
+    ((64, 64), True)
+    >>> G = PhaseMatrix(scale=6, tile=16, dense_fraction=0.25).matrix()
+    >>> bool((G != G.T).nnz == 0)
+    True
+    >>> S = PhaseMatrix(6, 16, 0.25, 0.5)
+    >>> bool((S.slab(0, 1) == S.matrix()[:16].toarray()).all())
+    True
+    """
+
+    def __init__(self, scale: int, tile: int, dense_fraction: float, fill: float = 1.0, edgefactor: int = 16,
+                 seed: int = 0, threshold: Any = None) -> None:
+        self.scale, self.tile = int(scale), int(tile)
+        self.dense_fraction, self.fill = float(dense_fraction), float(fill)
+        self.edgefactor, self.seed = int(edgefactor), int(seed)
+        self.threshold = threshold
+        self.shape = (1 << self.scale, 1 << self.scale)
+
+    def key(self) -> tuple:
+        return (self.scale, self.tile, self.dense_fraction, self.fill, self.edgefactor, self.seed)
+
+    def matrix(self) -> Any:
+        """The matrix as scipy CSR (generated on first use in this process)."""
+        key = self.key()
+        with _CACHE_LOCK:
+            S = _CACHE.get(key)
+            if S is None:
+                S = _CACHE[key] = _generate(*key)
+        return S
+
+    def slab(self, first_row: int, stop_row: int) -> np.ndarray:
+        """Tile rows ``[first_row, stop_row)`` as one dense C-contiguous array.
+
+        The array is a per-thread work buffer, reused by the next call on the
+        same thread (the tile producer copies or compresses it at once): a
+        producer does not pay for fresh memory for a block it hands on.
+        """
+        t = self.tile
+        S = self.matrix()
+        r0, r1 = first_row * t, min(self.shape[0], stop_row * t)
+        buffer = _scratch((r1 - r0, self.shape[1]))
+        _densify(S.indptr, S.indices, S.data, r0, r1, buffer)
+        return buffer
+
+    def __reduce__(self):
+        return (PhaseMatrix, (*self.key(), self.threshold))
+
+    def __repr__(self) -> str:
+        return (f"PhaseMatrix(scale={self.scale}, tile={self.tile}, dense_fraction={self.dense_fraction}, "
+                f"fill={self.fill}, edgefactor={self.edgefactor}, seed={self.seed})")
+
+
+def _generate(scale: int, tile: int, dense_fraction: float, fill: float, edgefactor: int, seed: int) -> Any:
+    import scipy.sparse as sp
+
+    from .compression import graph500
+
+    if fill >= 1.0 or dense_fraction == 0.0:
+        S = graph500.mixed_matrix(scale, tile, dense_fraction, edgefactor=edgefactor, seed=seed)
+        S.sort_indices()
+        return S
+    # Blocks filled to ``fill``: the graph outside them, independent uniform
+    # draws inside (one tile row at a time, so the peak memory stays at the
+    # result plus one tile row of draws).
+    n = 1 << scale
+    nb = -(-n // tile)
+    G = graph500.kronecker(scale, edgefactor=edgefactor, seed=seed).tocoo()
+    blocks = graph500.dense_tiles(scale, tile, dense_fraction, seed=seed)
+    mask = np.zeros((nb, nb), dtype=bool)
+    mask[blocks[:, 0], blocks[:, 1]] = True
+    outside = ~mask[G.row // tile, G.col // tile]
+    rows, cols, vals = [G.row[outside].astype(np.int64)], [G.col[outside].astype(np.int64)], [G.data[outside]]
+    del G
+    rng = np.random.default_rng([seed, 0xF111])
+    for rb in range(nb):
+        cbs = np.flatnonzero(mask[rb])
+        if cbs.size == 0:
+            continue
+        r0, r1 = rb * tile, min(n, (rb + 1) * tile)
+        col_index = np.concatenate([np.arange(c * tile, min(n, (c + 1) * tile)) for c in cbs])
+        draws = rng.random((r1 - r0, col_index.size))
+        r, c = np.nonzero(draws < fill)
+        rows.append(r + r0)
+        cols.append(col_index[c])
+        vals.append(1.0 - draws[r, c])  # in (1 - fill, 1]: never zero
+    S = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    S.sum_duplicates()
+    S.sort_indices()
+    return S
+
+
+_SCRATCH = threading.local()
+_DENSIFY: Any = None
+
+
+def _densify(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, r0: int, r1: int, out: np.ndarray) -> None:
+    """``out[:] = S[r0:r1].toarray()`` for a CSR ``S``, in one pass (numba; compiled on first use)."""
+    global _DENSIFY
+    if _DENSIFY is None:
+        import numba
+
+        @numba.njit(nogil=True, cache=True)
+        def densify(indptr, indices, data, r0, r1, out):  # pragma: no cover - compiled
+            out[:] = 0.0
+            for i in range(r0, r1):
+                row = out[i - r0]
+                for k in range(indptr[i], indptr[i + 1]):
+                    row[indices[k]] = data[k]
+
+        _DENSIFY = densify
+    _DENSIFY(indptr, indices, data, r0, r1, out)
+
+
+def _scratch(shape: tuple[int, int]) -> np.ndarray:
+    """A float64 work buffer of ``shape`` for this thread (reused while the shape does not change)."""
+    buffer = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or buffer.shape != shape:
+        buffer = _SCRATCH.buffer = np.zeros(shape)
+    return buffer
+
+
+def clear_cache() -> int:
+    """Forget the matrices generated in this process; return how many there were."""
+    with _CACHE_LOCK:
+        count = len(_CACHE)
+        _CACHE.clear()
+    return count
+
+
+# --------------------------------------------------------------------------- tasks
+@typed(COMPUTE)
+def produce_panel(source: PhaseMatrix, first_row: int, stop_row: int, compress: bool | None = None) -> Any:
+    """Make tile rows ``[first_row, stop_row)`` and emit them as a TiledMatrix.
+
+    ``compress=None`` asks ``asafe.is_on("compression")`` (the adaptive run);
+    ``True``/``False`` force a static setting.
+    """
+    from .compression import TiledMatrix
+
+    dense = source.slab(first_row, stop_row)
+    return TiledMatrix.from_dense(dense, source.tile, threshold=source.threshold, compress=compress)
+
+
+@typed(COMPUTE)
+def multiply_panel(panel: Any, X: np.ndarray) -> np.ndarray:
+    """One slice of ``Y = A @ X`` (``X``: ``n x vectors``); the panel is read once per vector."""
+    Y = np.empty((panel.shape[0], X.shape[1]))
+    for j in range(X.shape[1]):
+        Y[:, j] = panel @ np.ascontiguousarray(X[:, j])
+    return Y
+
+
+@typed(COMPUTE)
+def produce_and_multiply(source: PhaseMatrix, first_row: int, stop_row: int, X: np.ndarray,
+                         compress: bool | None = None) -> np.ndarray:
+    """A local panel: produced and used once in the same task, never stored or shipped."""
+    return multiply_panel(produce_panel(source, first_row, stop_row, compress), X)
+
+
+@typed(COMMUNICATION)
+def normalize(*parts: np.ndarray) -> np.ndarray:
+    """Gather the slices of ``Y`` (from every worker) into ``Y`` with unit columns."""
+    return _normalize(np.concatenate(parts))
+
+
+def _normalize(Y: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(Y, axis=0)
+    norms[norms == 0] = 1.0
+    return Y / norms
+
+
+@typed(COMPUTE)
+def initial_vectors(n: int, vectors: int) -> np.ndarray:
+    """The start of the iteration: column ``j`` is 1 on every vertex plus 1 on every ``(j+2)``-th, normalized."""
+    X = np.ones((n, vectors))
+    for j in range(1, vectors):
+        X[:: j + 1, j] += 1.0
+    return _normalize(X)
+
+
+# --------------------------------------------------------------------------- reference
+def reference(phase: Phase) -> np.ndarray:
+    """The phase's result computed by scipy in this process (the independent check)."""
+    S = phase.source().matrix()
+    X = initial_vectors(phase.n, phase.vectors)
+    for _ in range(phase.steps):
+        X = _normalize(np.asarray(S @ X))
+    return X
+
+
+#: Tolerance of the check against scipy (summation order differs between kernels).
+RTOL, ATOL = 1e-9, 1e-12
+
+
+def check_result(phase: Phase, x: Any, expected: np.ndarray | None = None) -> None:
+    """Raise AssertionError unless ``x`` matches :func:`reference` within RTOL/ATOL."""
+    expected = reference(phase) if expected is None else expected
+    x = np.asarray(x)
+    if x.shape != expected.shape:
+        raise AssertionError(f"phase {phase.name!r}: result has shape {x.shape}, expected {expected.shape}")
+    if not np.all(np.isfinite(x)):
+        raise AssertionError(f"phase {phase.name!r}: result is not finite")
+    err = np.abs(x - expected)
+    bound = ATOL + RTOL * np.abs(expected)
+    if not np.all(err <= bound):
+        worst = int(np.argmax(err - bound))
+        raise AssertionError(
+            f"phase {phase.name!r}: result differs from scipy at {int(np.sum(err > bound))} of {x.size} entries "
+            f"(worst index {worst}: {x[worst]!r} vs {expected[worst]!r}; rtol={RTOL}, atol={ATOL})"
+        )
+
+
+# --------------------------------------------------------------------------- placement
+def panel_bounds(grid_rows: int, panels: int) -> list[tuple[int, int]]:
+    """Tile-row ranges ``[first, stop)`` of ``panels`` near-equal panels.
+
+    Examples
+    --------
+    >>> panel_bounds(10, 4)
+    [(0, 2), (2, 5), (5, 7), (7, 10)]
+    >>> panel_bounds(2, 4)
+    [(0, 1), (1, 2)]
+    """
+    panels = max(1, min(int(panels), int(grid_rows)))
+    edges = [i * grid_rows // panels for i in range(panels + 1)]
+    return [(edges[i], edges[i + 1]) for i in range(panels)]
+
+
+def placement_plan(placement: str, panels: int, workers: Sequence[str]) -> list[tuple[str, str]]:
+    """``(producer, consumer)`` worker of every panel.
+
+    Examples
+    --------
+    >>> placement_plan("shipped", 3, ["a", "b"])
+    [('a', 'b'), ('b', 'a'), ('a', 'b')]
+    >>> placement_plan("local", 3, ["a", "b"])
+    [('a', 'a'), ('b', 'b'), ('a', 'a')]
+    """
+    workers = list(workers)
+    if not workers:
+        raise ValueError("the workload needs at least one worker")
+    if placement == "shipped" and len(workers) < 2:
+        raise ValueError("a shipped phase needs at least 2 workers (panels cross between them)")
+    w = len(workers)
+    if placement == "shipped":
+        return [(workers[i % w], workers[(i + 1) % w]) for i in range(panels)]
+    if placement == "local":
+        return [(workers[i % w], workers[i % w]) for i in range(panels)]
+    raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+
+
+# --------------------------------------------------------------------------- running
+@dataclass
+class PhaseRun:
+    """What one run of one phase measured."""
+
+    phase: str
+    seconds: float  #: end-to-end: submission of the first task to the result in the client
+    step_seconds: list[float]
+    start: float  #: ``time.time()`` at the start (the scheduler's clock on one host)
+    stop: float
+    x: np.ndarray = field(repr=False)
+    correct: bool | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "seconds": self.seconds, "step_seconds": list(self.step_seconds),
+                "start": self.start, "stop": self.stop, "correct": self.correct, "error": self.error}
+
+
+def _map(client: Any, func: Callable, args: list[tuple], keys: list[str], workers: list[str],
+         priority: int = 0) -> list:
+    """``client.map`` grouped by target worker, each task pinned; futures in the order of ``args``."""
+    futures: list[Any] = [None] * len(args)
+    groups: dict[str, list[int]] = {}
+    for i, w in enumerate(workers):
+        groups.setdefault(w, []).append(i)
+    for w, idx in groups.items():
+        columns = list(zip(*[args[i] for i in idx]))
+        mapped = client.map(func, *columns, key=[keys[i] for i in idx], workers=[w],
+                            allow_other_workers=False, pure=False, priority=priority)
+        for i, f in zip(idx, mapped):
+            futures[i] = f
+    return futures
+
+
+def run_phase(
+    client: Any,
+    phase: Phase,
+    compress: bool | None,
+    workers: Sequence[str] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+    expected: np.ndarray | None = None,
+) -> PhaseRun:
+    """Run one phase on the cluster behind ``client`` and check its result.
+
+    Parameters
+    ----------
+    compress : bool or None
+        ``None``: the producers ask ``asafe.is_on("compression")`` (install a
+        runtime first); ``True``/``False``: a static setting.
+    workers : list of str, optional
+        Worker addresses (default: all, sorted).
+    on_step : callable(step, steps), optional
+        Called after every step, outside the timed region (progress display).
+    expected : numpy.ndarray, optional
+        The reference result (default: computed with scipy).
+
+    Returns
+    -------
+    PhaseRun
+        ``correct`` is set; a wrong result is reported in ``error``, never raised.
+    """
+    from distributed import wait
+
+    if workers is None:
+        workers = sorted(client.scheduler_info()["workers"])
+    source = phase.source()
+    bounds = panel_bounds(phase.grid, phase.panels)
+    plan = placement_plan(phase.placement, len(bounds), workers)
+    producers = [p for p, _ in plan]
+    consumers = [c for _, c in plan]
+    token = uuid.uuid4().hex
+    step_seconds: list[float] = []
+    start_wall = time.time()
+    elapsed = 0.0
+    t0 = time.perf_counter()
+    x = client.submit(initial_vectors, phase.n, phase.vectors, key=f"asafe-x0-{token}", pure=False)
+    for step in range(phase.steps):
+        if phase.placement == "local":
+            # made and used once where it is made: one task per panel
+            panels = []
+            parts = _map(client, produce_and_multiply, [(source, lo, hi, x, compress) for lo, hi in bounds],
+                         [f"asafe-local-{token}-{step}-{i}" for i in range(len(bounds))], producers)
+        else:
+            panels = _map(client, produce_panel, [(source, lo, hi, compress) for lo, hi in bounds],
+                          [f"asafe-produce-{token}-{step}-{i}" for i in range(len(bounds))], producers)
+            # multiplies first on a worker (higher priority): a panel is consumed as
+            # soon as it is there, so produced and shipped panels do not pile up
+            parts = _map(client, multiply_panel, [(p, x) for p in panels],
+                         [f"asafe-multiply-{token}-{step}-{i}" for i in range(len(bounds))], consumers,
+                         priority=1)
+        x = client.submit(normalize, *parts, key=f"asafe-normalize-{token}-{step}", pure=False, priority=2)
+        wait(x)
+        del panels, parts
+        now = time.perf_counter()
+        step_seconds.append(now - t0)
+        elapsed += now - t0
+        if on_step is not None:
+            on_step(step + 1, phase.steps)
+        t0 = time.perf_counter()
+    result = x.result()
+    elapsed += time.perf_counter() - t0
+    stop_wall = time.time()
+    del x
+    run = PhaseRun(phase.name, elapsed, step_seconds, start_wall, stop_wall, result)
+    try:
+        check_result(phase, result, expected)
+        run.correct = True
+    except AssertionError as exc:
+        run.correct, run.error = False, str(exc)
+    return run
+
+
+def run_workload(
+    client: Any,
+    phases: Sequence[Phase],
+    compress: bool | None,
+    workers: Sequence[str] | None = None,
+    on_step: Callable[[int, int, int], None] | None = None,
+    expected: Sequence[np.ndarray] | None = None,
+) -> list[PhaseRun]:
+    """Run every phase in order (one run of one variant); see :func:`run_phase`.
+
+    ``on_step(phase_index, step, steps)`` is called after every step.
+    """
+    runs = []
+    for i, phase in enumerate(phases):
+        callback = None if on_step is None else (lambda step, steps, i=i: on_step(i, step, steps))
+        runs.append(run_phase(client, phase, compress, workers, callback,
+                              None if expected is None else expected[i]))
+    return runs
+
+
+# --------------------------------------------------------------------------- the adaptive runtime
+@dataclass(frozen=True)
+class Thresholds:
+    """The settings of the adaptive runtime of the demo, and why."""
+
+    alpha: float
+    beta: float
+    window: int
+    dwell: float
+    dwell_tasks: int
+    blend: float = 0.5
+    how: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+DEFAULT_THRESHOLDS = Thresholds(
+    alpha=2.0, beta=8.0, window=16, dwell=0.2, dwell_tasks=16, blend=1.0,
+    how=(
+        "alpha, beta: from the ratios asafe measured on this workload with compression pinned on and off\n"
+        "(python -m benchmarks phased --section ratios): shipped phases median 0.01-0.7, 90th percentile\n"
+        "up to 2.7; local phases median 23-45, 10th percentile 5-29 (lower only while the window still\n"
+        "holds the previous phase). alpha = 2: on once communication is over a third of the measured work;\n"
+        "beta = 4 alpha = 8: a band a factor 4 wide that the tails reach into but not across.\n"
+        "window = 16 measurements, about one step of a phase: a phase change is seen within a step.\n"
+        "blend = 1 (measured work only): at the end of every step the only scheduled task is the small\n"
+        "gather, whose share of the scheduled view is then 100%, pulling the ratio to 1 in any phase.\n"
+        "dwell: 0.2 s and 16 finished tasks (a new window) between two toggles of compression."
+    ),
+)
+
+
+def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False) -> Any:
+    """The runtime of the ``adaptive`` variant: compression under ``Hysteresis(alpha, beta)``."""
+    from .domains import Hysteresis
+    from .runtime import AdaptiveRuntime, Optimization
+
+    return AdaptiveRuntime(
+        [Optimization("compression", Hysteresis(thresholds.alpha, thresholds.beta), initial=initial)],
+        window=thresholds.window, blend=thresholds.blend, dwell=thresholds.dwell,
+        dwell_tasks=thresholds.dwell_tasks, signals=False,
+    )
+
+
+# --------------------------------------------------------------------------- comparing the variants
+VARIANTS = ("adaptive", "static-on", "static-off")
+#: The variant that is not run: the best static setting per phase, chosen after the fact.
+ORACLE = "oracle"
+_COMPRESS = {"adaptive": None, "static-on": True, "static-off": False}
+
+
+@dataclass
+class VariantRun:
+    """One measured run of one variant: every phase in order."""
+
+    variant: str
+    repetition: int
+    phases: list[PhaseRun]
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[tuple[float, float]] = field(default_factory=list)  #: (time.time(), ratio)
+    states: list[tuple[float, bool]] = field(default_factory=list)  #: (time.time(), compression state)
+    warmup: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.phases)
+
+    @property
+    def correct(self) -> bool:
+        return all(p.correct for p in self.phases)
+
+    @property
+    def start(self) -> float:
+        return self.phases[0].start if self.phases else 0.0
+
+
+def _transition_dict(t: Any, runs: Sequence[PhaseRun]) -> dict[str, Any]:
+    d = t.as_dict()
+    phase = None
+    for run in runs:
+        if run.start <= t.time <= run.stop:
+            phase = run.phase
+    d["phase"] = phase
+    return d
+
+
+def run_variant(
+    client: Any,
+    phases: Sequence[Phase],
+    variant: str,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    expected: Sequence[np.ndarray] | None = None,
+    workers: Sequence[str] | None = None,
+    repetition: int = 0,
+    on_step: Callable[[int, int, int, Any], None] | None = None,
+) -> VariantRun:
+    """One run of every phase under one variant.
+
+    ``adaptive`` installs a fresh :func:`adaptive_runtime` first (outside the
+    timed phases) and removes it after; the static variants run without asafe
+    installed and pass their setting to every producer (the strongest baseline:
+    no plugin cost at all). ``on_step(phase_index, step, steps, handle)`` is
+    called between steps (outside the timing); ``handle`` is the
+    :class:`~asafe.distributed.RuntimeHandle` of the adaptive run, else ``None``.
+    """
+    if variant not in _COMPRESS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    handle = None
+    if variant == "adaptive":
+        from .distributed import install
+
+        handle = install(client, adaptive_runtime(thresholds))
+    try:
+        callback = None
+        if on_step is not None:
+            def callback(i: int, step: int, steps: int) -> None:
+                on_step(i, step, steps, handle)
+        runs = run_workload(client, phases, _COMPRESS[variant], workers=workers, on_step=callback,
+                            expected=expected)
+        result = VariantRun(variant, repetition, runs)
+        if handle is not None:
+            data = handle.info("history", "timeline")
+            history = handle.history
+            result.transitions = [_transition_dict(t, runs) for t in history]
+            result.timeline = [(when, _ratio(shares)) for when, shares, _ in data["timeline"]]
+            result.states = [(runs[0].start, False)] + [(t.time, t.new) for t in history]
+        else:
+            result.states = [(runs[0].start, bool(_COMPRESS[variant]))] if runs else []
+        return result
+    finally:
+        if handle is not None:
+            handle.uninstall()
+
+
+def _ratio(shares: dict[str, float]) -> float:
+    from .mode import ModeVector
+
+    return ModeVector(shares).ratio
+
+
+@dataclass
+class Comparison:
+    """Every measured run of every variant, and what follows from them."""
+
+    phases: list[Phase]
+    thresholds: Thresholds
+    runs: list[VariantRun]
+    warmup: list[VariantRun]
+    warmup_seconds: dict[str, float]
+
+    def samples(self, variant: str) -> list[list[float]]:
+        """Per-phase seconds of every measured run of ``variant`` (oracle included), by repetition."""
+        if variant == ORACLE:
+            choice = self.oracle_choice()
+            by_rep = {v: self.samples(v) for v in ("static-on", "static-off")}
+            reps = min(len(by_rep["static-on"]), len(by_rep["static-off"]))
+            return [[by_rep[choice[p]][r][p] for p in range(len(self.phases))] for r in range(reps)]
+        runs = sorted((r for r in self.runs if r.variant == variant), key=lambda r: r.repetition)
+        return [[p.seconds for p in r.phases] for r in runs]
+
+    def phase_medians(self, variant: str) -> list[float]:
+        from .measure import median
+
+        samples = self.samples(variant)
+        return [median([s[p] for s in samples]) for p in range(len(self.phases))]
+
+    def oracle_choice(self) -> list[str]:
+        """The static setting with the lower median per phase (chosen after the fact)."""
+        on, off = self.phase_medians("static-on"), self.phase_medians("static-off")
+        return ["static-on" if a <= b else "static-off" for a, b in zip(on, off)]
+
+    def totals(self, variant: str) -> list[float]:
+        return [sum(s) for s in self.samples(variant)]
+
+    def correct(self, variant: str) -> bool:
+        if variant == ORACLE:
+            return self.correct("static-on") and self.correct("static-off")
+        runs = [r for r in self.runs + self.warmup if r.variant == variant]
+        return bool(runs) and all(r.correct for r in runs)
+
+    def errors(self) -> list[str]:
+        return [f"{r.variant} (repetition {r.repetition}): {p.error}"
+                for r in self.runs + self.warmup for p in r.phases if p.correct is False]
+
+    def transitions_per_phase(self) -> list[int]:
+        """Most transitions any adaptive run made within each phase."""
+        worst = [0] * len(self.phases)
+        names = [p.name for p in self.phases]
+        for run in self.runs:
+            if run.variant != "adaptive":
+                continue
+            counts = [0] * len(self.phases)
+            for t in run.transitions:
+                if t.get("phase") in names:
+                    counts[names.index(t["phase"])] += 1
+            worst = [max(a, b) for a, b in zip(worst, counts)]
+        return worst
+
+
+def compare(
+    client: Any,
+    phases: Sequence[Phase],
+    repetitions: int = 3,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    workers: Sequence[str] | None = None,
+    expected: Sequence[np.ndarray] | None = None,
+    warmup: bool = True,
+    on_run: Callable[[str, int, bool], None] | None = None,
+    on_step: Callable[[int, int, int, Any], None] | None = None,
+    on_done: Callable[[VariantRun], None] | None = None,
+) -> Comparison:
+    """Measure ``adaptive``, ``static-on`` and ``static-off`` interleaved on the same inputs.
+
+    One warm-up run of each variant comes first (numba compilation, matrix
+    generation on every worker, first touch: timed and reported apart, never a
+    sample). Then ``repetitions`` rounds of one run per variant, the order
+    rotated every round (A B C, B C A, C A B, ...). Every phase of every run is
+    checked against scipy. The ``oracle`` is derived from the static runs: per
+    phase the static setting with the lower median, its per-round times summed.
+
+    ``on_run(variant, repetition, warmup)`` is called before each run,
+    ``on_step`` between steps (see :func:`run_variant`), ``on_done(run)`` after each.
+    """
+    from .measure import rotations
+
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be >= 1, got {repetitions!r}")
+    phases = list(phases)
+    if expected is None:
+        expected = [reference(p) for p in phases]
+    if workers is None:
+        workers = sorted(client.scheduler_info()["workers"])
+    warm: list[VariantRun] = []
+    warm_seconds: dict[str, float] = {}
+    if warmup:
+        for variant in VARIANTS:
+            if on_run is not None:
+                on_run(variant, -1, True)
+            t0 = time.perf_counter()
+            run = run_variant(client, phases, variant, thresholds, expected, workers, -1, on_step)
+            warm_seconds[variant] = time.perf_counter() - t0
+            run.warmup = True
+            warm.append(run)
+            if on_done is not None:
+                on_done(run)
+    runs: list[VariantRun] = []
+    for rep, order in enumerate(rotations(VARIANTS, repetitions)):
+        for variant in order:
+            if on_run is not None:
+                on_run(variant, rep, False)
+            run = run_variant(client, phases, variant, thresholds, expected, workers, rep, on_step)
+            runs.append(run)
+            if on_done is not None:
+                on_done(run)
+    return Comparison(phases, thresholds, runs, warm, warm_seconds)
+
+
+class Pinned(EfficiencyDomain):
+    """An efficiency domain that keeps the optimization's state: observes the mode, switches nothing."""
+
+    def decide(self, mode: Any, state: bool) -> bool:
+        return state
+
+    def __repr__(self) -> str:
+        return "Pinned()"
+
+
+def observe_ratios(
+    client: Any,
+    phases: Sequence[Phase],
+    compress: bool,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    expected: Sequence[np.ndarray] | None = None,
+    workers: Sequence[str] | None = None,
+) -> tuple[list[PhaseRun], list[list[float]]]:
+    """Run every phase with compression pinned and asafe observing; return the runs and each phase's ratios.
+
+    The runtime has the settings of ``thresholds`` (window, blend) and a
+    :class:`Pinned` domain: the ratios are those the adaptive runtime would see
+    in that state. Used to choose alpha and beta.
+    """
+    from .distributed import install
+    from .runtime import AdaptiveRuntime, Optimization
+
+    runtime = AdaptiveRuntime([Optimization("compression", Pinned(), initial=bool(compress))],
+                              window=thresholds.window, blend=thresholds.blend, signals=False)
+    handle = install(client, runtime)
+    try:
+        runs = run_workload(client, phases, bool(compress), workers=workers, expected=expected)
+        timeline = handle.info("timeline")["timeline"]
+    finally:
+        handle.uninstall()
+    ratios = [[_ratio(shares) for when, shares, _ in timeline if run.start <= when <= run.stop] for run in runs]
+    return runs, ratios

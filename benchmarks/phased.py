@@ -1,0 +1,447 @@
+"""The ``phased`` suite: the phased Graph500 workload, adaptive against static compression.
+
+``python -m benchmarks phased [--quick] [--section NAME ...] [--calibrate] [--out DIR]``
+
+The workload is :mod:`asafe.workload` (four phases whose balance of computation
+and communication changes for real reasons: placement, reuse, density, scale),
+on an embedded ``LocalCluster`` of 2 worker processes x 1 thread. Every phase of
+every run is checked against scipy; warm-up runs (numba compilation, matrix
+generation on the workers) are timed apart and never sampled.
+
+Sections (all run by default)
+-----------------------------
+``ratios``
+    Every phase with compression pinned on, then off, asafe observing (a runtime
+    whose domain switches nothing): the distribution of the compute/communication
+    ratio the adaptive runtime sees in each phase (10th, 50th, 90th percentile).
+    This is the evidence alpha and beta are chosen from.
+``phases``
+    ``adaptive``, ``static-on``, ``static-off`` interleaved (A B C, B C A, ...),
+    ``repetitions`` rounds, and the ``oracle`` (per phase the better static
+    setting by median, chosen after the fact; its total is the sum of the
+    per-phase times of that setting, per round). The targets of the demo: adaptive
+    >= 1.05x the better static setting, within 15% of the oracle, <= 2
+    transitions per phase; each static setting loses >= 20% in some phase.
+    The default sizes are the demo's default phases (larger than ``--quick``).
+``sweep``
+    An alpha/beta grid: the adaptive total (median of a few runs) at every point
+    with ``alpha <= beta``, on the quick phases (a full grid on the default
+    phases would take an hour on 2 cores), drawn as a heatmap with the static
+    totals measured in the same session.
+
+``--calibrate`` derives alpha and beta from a short measurement of this
+machine instead of the hand-set values: the cost per element of producing and
+multiplying a panel with compression off and on (in this process, thread CPU
+time, on a dense-ish panel where compression costs most), and the transfer cost
+per byte between the two workers (one dense panel shipped). Compression pays
+for a shipped panel when the transfer it saves exceeds the conversion it costs;
+with ``R = (produce + multiply) / transfer`` the ratio the runtime measures,
+that is ``R < alpha* = (produce + multiply) / (conversion overhead)``; beta is
+``4 alpha*`` (the band of the hand-set values). The calibrated thresholds are
+then compared with the hand-set ones side by side (interleaved), and what the
+calibration cost is reported.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from . import harness
+from .harness import Measurement, Results, format_seconds, format_table, speedup
+
+__all__ = ["SECTIONS", "main", "calibrate", "ratio_percentiles"]
+
+SECTIONS = ("ratios", "phases", "sweep")
+
+ALPHAS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+BETAS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+QUICK_ALPHAS = (0.5, 2.0, 8.0)
+QUICK_BETAS = (2.0, 8.0, 32.0)
+#: The static baselines run again after this many grid points.
+STATIC_EVERY = 4
+
+
+def ratio_percentiles(ratios: Sequence[float]) -> dict[str, Any]:
+    """10th/50th/90th percentiles of a phase's ratios (inf kept as inf; nan dropped)."""
+    values = np.array([r for r in ratios if not math.isnan(r)], dtype=float)
+    if values.size == 0:
+        return {"n": 0, "p10": None, "p50": None, "p90": None}
+    finite = np.where(np.isinf(values), 1e300, values)
+    p10, p50, p90 = (float(np.percentile(finite, q)) for q in (10, 50, 90))
+    fix = (lambda v: math.inf if v >= 1e299 else v)
+    return {"n": int(values.size), "p10": fix(p10), "p50": fix(p50), "p90": fix(p90)}
+
+
+def _fmt_ratio(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return "inf" if math.isinf(v) else f"{v:.3g}"
+
+
+# --------------------------------------------------------------------------- sections
+def section_ratios(client: Any, phases: list, thresholds: Any, expected: list, results: Results) -> dict:
+    from asafe import workload as wl
+
+    record: dict[str, Any] = {}
+    rows = []
+    for compress in (True, False):
+        runs, ratios = wl.observe_ratios(client, phases, compress, thresholds, expected)
+        for run in runs:
+            if not run.correct:
+                results.warn(f"ratios: {run.phase} with compression {compress}: {run.error}", kind="FAILED")
+        for phase, r, run in zip(phases, ratios, runs):
+            pct = ratio_percentiles(r)
+            record.setdefault(phase.name, {})["on" if compress else "off"] = {**pct, "seconds": run.seconds}
+            rows.append({"phase": phase.name, "compression": "on" if compress else "off", "n": pct["n"],
+                         "p10": _fmt_ratio(pct["p10"]), "median": _fmt_ratio(pct["p50"]),
+                         "p90": _fmt_ratio(pct["p90"]), "time": format_seconds(run.seconds)})
+    print("\nratios: the compute/communication ratio asafe measures in each phase (compression pinned)")
+    print(format_table(rows, ["phase", "compression", "n", "p10", "median", "p90", "time"]))
+    shipped = [record[p.name][s]["p90"] for p in phases if p.placement == "shipped" for s in ("on", "off")]
+    local = [record[p.name][s]["p10"] for p in phases if p.placement == "local" for s in ("on", "off")]
+    shipped = [v for v in shipped if v is not None]
+    local = [v for v in local if v is not None]
+    if shipped and local:
+        summary = {"shipped_p90_max": max(shipped), "local_p10_min": min(local),
+                   "alpha": thresholds.alpha, "beta": thresholds.beta}
+        record["summary"] = summary
+        print(f"shipped phases: p90 at most {_fmt_ratio(max(shipped))}; local phases: p10 at least "
+              f"{_fmt_ratio(min(local))}; alpha = {thresholds.alpha:g}, beta = {thresholds.beta:g}")
+        if max(shipped) >= thresholds.alpha or min(local) <= thresholds.beta:
+            results.warn("ratios: the phases' 10-90% ratio ranges reach into the hysteresis band "
+                         f"[{thresholds.alpha:g}, {thresholds.beta:g}]: decisions rest on the window's median, "
+                         "check the transitions", kind="NOTE")
+    results.add("ratios", record)
+    return record
+
+
+def _fixed(name: str, samples: list[float], rel_ci: float = 0.05, **kwargs: Any) -> Measurement:
+    """A measurement of a fixed number of interleaved rounds (the target is checked, not pursued)."""
+    from . import stats
+
+    reached = len(samples) > 0 and stats.ci_within(samples, rel_ci)
+    return Measurement.from_samples(name, samples, reached_target=reached, rel_ci=rel_ci,
+                                    stop_reason="fixed number of interleaved rounds", **kwargs)
+
+
+def _measurements(cmp: Any) -> dict[str, Any]:
+    from asafe import workload as wl
+
+    names = (*wl.VARIANTS, wl.ORACLE)
+    warm = cmp.warmup_seconds
+    totals = {v: _fixed(v, cmp.totals(v), warmup_times=[warm[v]] if v in warm else ()) for v in names}
+    per_phase = {}
+    for i, phase in enumerate(cmp.phases):
+        per_phase[phase.name] = {v: _fixed(f"{phase.name}/{v}", [s[i] for s in cmp.samples(v)]) for v in names}
+    return {"totals": totals, "per_phase": per_phase}
+
+
+def section_phases(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
+                   results: Results, name: str = "phases") -> Any:
+    from asafe import demo
+    from asafe import workload as wl
+
+    def done(run: Any) -> None:
+        label = "warm-up" if run.warmup else f"round {run.repetition + 1}"
+        print(f"  {run.variant:>10} {label:>8}: " + " ".join(f"{p.seconds:7.3f}" for p in run.phases)
+              + f"  total {run.seconds:7.3f} s  {'correct' if run.correct else 'WRONG'}"
+              + (f"  transitions {len(run.transitions)}" if run.variant == "adaptive" else ""), flush=True)
+
+    print(f"\n{name}: {len(phases)} phases, {repetitions} interleaved rounds; "
+          f"Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}), window {thresholds.window}")
+    cmp = wl.compare(client, phases, repetitions=repetitions, thresholds=thresholds, expected=expected,
+                     on_done=done)
+    for error in cmp.errors():
+        results.warn(f"{name}: {error}", kind="FAILED")
+    ms = _measurements(cmp)
+    totals = ms["totals"]
+    rows = []
+    for v, m in totals.items():
+        rows.append({"variant": v, "median": format_seconds(m.median),
+                     "95% CI": f"[{format_seconds(m.ci95[0])}, {format_seconds(m.ci95[1])}]",
+                     "correct": cmp.correct(v), "per phase": " ".join(f"{x:.3f}" for x in cmp.phase_medians(v))})
+    print(format_table(rows, ["variant", "median", "95% CI", "correct", "per phase"]))
+    speedups = {}
+    for base in ("static-on", "static-off", wl.ORACLE):
+        s = speedup(totals[base], totals["adaptive"])
+        speedups[f"adaptive_vs_{base}"] = s
+        print(f"  {s}")
+    report = demo.build_report(cmp, env={}, timing={}, size=name)
+    targets = report["targets"]
+    print(f"  targets: adaptive {targets['adaptive_vs_best_static']['speedup']:.3f}x the better static "
+          f"(>= 1.05: {targets['adaptive_vs_best_static']['met']}), adaptive/oracle "
+          f"{targets['adaptive_vs_oracle']['slowdown']:.3f} (<= 1.15: {targets['adaptive_vs_oracle']['met']}), "
+          f"transitions per phase {targets['transitions_per_phase']['max_per_phase']} (<= 2: "
+          f"{targets['transitions_per_phase']['met']})")
+    for v, x in targets["static_losses"]["variants"].items():
+        print(f"  {v} loses {x['loss']:+.0%} in {x['worst_phase']} (>= 20%: {x['met']})")
+    results.add(name, {"totals": totals, "per_phase": ms["per_phase"], "speedups": speedups,
+                       "oracle_choice": cmp.oracle_choice(), "targets": targets,
+                       "transitions": report["transitions"], "thresholds": thresholds.as_dict(),
+                       "phases": [p.as_dict() for p in phases], "warmup_s": cmp.warmup_seconds})
+    with results.figure(name, figsize=(10, 7.5)) as (fig, path):
+        pass
+    demo.plot_report(report, path)  # the demo's figure: ratio over time and per-phase times
+    return cmp
+
+
+def section_sweep(client: Any, phases: list, thresholds: Any, expected: list, quick: bool,
+                  results: Results) -> dict:
+    from asafe import workload as wl
+    from asafe.measure import median
+
+    alphas, betas = (QUICK_ALPHAS, QUICK_BETAS) if quick else (ALPHAS, BETAS)
+    reps = 1 if quick else 2
+    print(f"\nsweep: alpha x beta on the quick phases, {reps} run(s) per point, the static settings again "
+          f"every {STATIC_EVERY} points")
+    for variant in wl.VARIANTS:  # warm-up of this phase set
+        wl.run_variant(client, phases, variant, thresholds, expected)
+    grid = np.full((len(alphas), len(betas)), np.nan)
+    transitions = np.full_like(grid, np.nan)
+    statics: dict[str, list[float]] = {"static-on": [], "static-off": []}
+    samples: dict[tuple[int, int], list[float]] = {}
+    points = [(i, j) for i, a in enumerate(alphas) for j, b in enumerate(betas) if a <= b]
+    for rep in range(reps):
+        order = points if rep % 2 == 0 else points[::-1]
+        for k, (i, j) in enumerate(order):
+            if k % STATIC_EVERY == 0:  # the baselines again every few points: drift hits both alike
+                for static in statics:
+                    statics[static].append(wl.run_variant(client, phases, static, thresholds, expected).seconds)
+            th = replace(thresholds, alpha=alphas[i], beta=betas[j], how="sweep")
+            run = wl.run_variant(client, phases, "adaptive", th, expected)
+            if not run.correct:
+                results.warn(f"sweep alpha={alphas[i]} beta={betas[j]}: wrong result", kind="FAILED")
+                continue
+            samples.setdefault((i, j), []).append(run.seconds)
+            transitions[i, j] = max(0 if np.isnan(transitions[i, j]) else transitions[i, j], len(run.transitions))
+    for (i, j), values in samples.items():
+        grid[i, j] = median(values)
+    static_median = {k: median(v) for k, v in statics.items()}
+    best = min(static_median.values())
+    rows = [{"alpha": alphas[i], "beta": betas[j], "total": format_seconds(grid[i, j]),
+             "vs best static": f"{best / grid[i, j]:.2f}x", "transitions": int(transitions[i, j])}
+            for i, j in points if not np.isnan(grid[i, j])]
+    print(format_table(rows, ["alpha", "beta", "total", "vs best static", "transitions"]))
+    print("static totals: " + ", ".join(f"{k} {format_seconds(v)}" for k, v in static_median.items()))
+    record = {"alphas": list(alphas), "betas": list(betas), "total_s": grid.tolist(),
+              "transitions": transitions.tolist(), "static_total_s": static_median, "runs_per_point": reps,
+              "statistic": "median of the runs per point (1 or 2: a map, not a measurement); the static "
+                           f"baselines ran again every {STATIC_EVERY} points, their median is the reference",
+              "static_samples_s": statics,
+              "phases": [p.as_dict() for p in phases]}
+    results.add("sweep", record)
+    with results.figure("sweep", figsize=(8, 5.5)) as (fig, path):
+        ax = fig.subplots()
+        speed = best / grid
+        im = ax.imshow(speed, origin="lower", cmap="RdYlGn", vmin=0.7, vmax=1.3, aspect="auto")
+        ax.set_xticks(range(len(betas)), [f"{b:g}" for b in betas])
+        ax.set_yticks(range(len(alphas)), [f"{a:g}" for a in alphas])
+        ax.set_xlabel("beta (off above)")
+        ax.set_ylabel("alpha (on below)")
+        for i, j in points:
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}s\n{int(transitions[i, j])}t", ha="center", va="center", fontsize=7)
+        fig.colorbar(im, ax=ax, label=f"speedup over the better static ({format_seconds(best)})")
+        ax.set_title("adaptive total by alpha and beta (t: most transitions in a run); blank: alpha > beta",
+                     fontsize=9)
+    return record
+
+
+# --------------------------------------------------------------------------- calibration
+def _cpu_time(fn: Any, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.thread_time()
+        fn()
+        times.append(time.thread_time() - t0)
+    return float(np.median(times))
+
+
+def calibrate(client: Any, phases: list, thresholds: Any) -> dict[str, Any]:
+    """Measure conversion, production and transfer costs; derive alpha and beta (see the module docstring)."""
+    from distributed import wait
+
+    from asafe import workload as wl
+
+    t_start = time.perf_counter()
+    denseish = next((p for p in phases if p.placement == "local" and p.fill < 1.0), phases[0])
+    shipped = next((p for p in phases if p.placement == "shipped"), phases[0])
+    out: dict[str, Any] = {}
+    for label, phase in (("denseish", denseish), ("shipped", shipped)):
+        source = phase.source()
+        source.matrix()
+        lo, hi = wl.panel_bounds(phase.grid, phase.panels)[0]
+        elements = (hi - lo) * phase.tile * phase.n
+        X = wl.initial_vectors(phase.n, phase.vectors)
+        wl.produce_panel(source, lo, hi, True)  # first use apart
+        off = wl.produce_panel(source, lo, hi, False)
+        on = wl.produce_panel(source, lo, hi, True)
+        cost = {
+            "produce_off": _cpu_time(lambda: wl.produce_panel(source, lo, hi, False)),
+            "produce_on": _cpu_time(lambda: wl.produce_panel(source, lo, hi, True)),
+            "multiply_off": _cpu_time(lambda: wl.multiply_panel(off, X)),
+            "multiply_on": _cpu_time(lambda: wl.multiply_panel(on, X)),
+        }
+        out[label] = {"phase": phase.name, "elements": elements, "wire_bytes_off": off.nbytes,
+                      "wire_bytes_on": on.nbytes,
+                      **{f"{k}_ns_per_element": v / elements * 1e9 for k, v in cost.items()}}
+    # transfer: one dense panel of the shipped phase from worker A to worker B
+    a, b = sorted(client.scheduler_info()["workers"])[:2]
+    phase = shipped
+    source = phase.source()
+    lo, hi = wl.panel_bounds(phase.grid, phase.panels)[0]
+    seconds = []
+    for k in range(3):
+        panel = client.submit(wl.produce_panel, source, lo, hi, False, workers=[a], allow_other_workers=False,
+                              pure=False)
+        wait(panel)
+        t0 = time.perf_counter()
+        moved = client.submit(_identity_size, panel, workers=[b], allow_other_workers=False, pure=False)
+        nbytes = moved.result()
+        seconds.append(time.perf_counter() - t0)
+        del panel, moved
+    transfer = float(np.median(seconds))
+    out["transfer"] = {"bytes": nbytes, "seconds": transfer, "ns_per_byte": transfer / nbytes * 1e9,
+                       "note": "one dense panel moved between two worker processes, end to end (median of 3)"}
+    d = out["denseish"]
+    work = d["produce_off_ns_per_element"] + d["multiply_off_ns_per_element"]
+    overhead = (d["produce_on_ns_per_element"] + d["multiply_on_ns_per_element"]) - work
+    alpha = work / overhead if overhead > 0 else thresholds.alpha
+    alpha = float(min(max(alpha, 0.05), 50.0))
+    s = out["shipped"]
+    predicted = ((s["produce_off_ns_per_element"] + s["multiply_off_ns_per_element"])
+                 / (8 * out["transfer"]["ns_per_byte"]))
+    out["derived"] = {"alpha": alpha, "beta": 4 * alpha, "work_ns_per_element": work,
+                      "conversion_overhead_ns_per_element": overhead,
+                      "predicted_shipped_ratio_off": predicted,
+                      "rule": "alpha = (produce + multiply, off) / (extra cost of on) on a dense-ish panel; "
+                              "beta = 4 alpha"}
+    out["cost_s"] = time.perf_counter() - t_start
+    return out
+
+
+def _identity_size(panel: Any) -> int:
+    return int(panel.nbytes)
+
+
+def section_calibrate(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
+                      results: Results) -> dict:
+    from asafe import workload as wl
+    from asafe.measure import median, rotations
+
+    print("\ncalibrate: conversion, production and transfer costs of this machine")
+    cal = calibrate(client, phases, thresholds)
+    for label in ("denseish", "shipped"):
+        c = cal[label]
+        print(f"  {label:<9} ({c['phase']}): produce off {c['produce_off_ns_per_element']:.2f} on "
+              f"{c['produce_on_ns_per_element']:.2f} ns/element, multiply off {c['multiply_off_ns_per_element']:.2f}"
+              f" on {c['multiply_on_ns_per_element']:.2f} ns/element; bytes off {c['wire_bytes_off']} on "
+              f"{c['wire_bytes_on']}")
+    t = cal["transfer"]
+    print(f"  transfer: {t['bytes'] / 1e6:.1f} MB in {t['seconds'] * 1e3:.1f} ms ({t['ns_per_byte']:.2f} ns/byte)")
+    d = cal["derived"]
+    print(f"  derived: alpha = {d['alpha']:.3g}, beta = {d['beta']:.3g} (hand-set: alpha {thresholds.alpha:g}, "
+          f"beta {thresholds.beta:g}); predicted ratio of a shipped phase with compression off "
+          f"{d['predicted_shipped_ratio_off']:.3g}; calibration cost {cal['cost_s']:.1f} s")
+    calibrated = replace(thresholds, alpha=d["alpha"], beta=d["beta"], how="calibrated")
+    print(f"  calibrated against hand-set thresholds, {repetitions} interleaved rounds of the adaptive variant")
+    runs: dict[str, list] = {"hand-set": [], "calibrated": []}
+    for name in runs:  # warm-up apart
+        wl.run_variant(client, phases, "adaptive", thresholds if name == "hand-set" else calibrated, expected)
+    for order in rotations(list(runs), repetitions):
+        for name in order:
+            run = wl.run_variant(client, phases, "adaptive", thresholds if name == "hand-set" else calibrated,
+                                 expected)
+            if not run.correct:
+                results.warn(f"calibrate: {name}: wrong result", kind="FAILED")
+            runs[name].append(run)
+    ms = {name: _fixed(name, [r.seconds for r in rs]) for name, rs in runs.items()}
+    s = speedup(ms["hand-set"], ms["calibrated"])
+    print(f"  {s}")
+    record = {**cal, "comparison": {"measurements": ms, "speedup_calibrated_vs_hand_set": s,
+                                    "transitions": {k: [len(r.transitions) for r in v] for k, v in runs.items()},
+                                    "median_s": {k: median([r.seconds for r in v]) for k, v in runs.items()}}}
+    results.add("calibrate", record)
+    return record
+
+
+# --------------------------------------------------------------------------- main
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks phased", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n", 2)[2])
+    harness.add_common_arguments(parser, max_seconds=600.0)
+    parser.add_argument("--section", action="append", choices=SECTIONS, metavar="NAME",
+                        help=f"run only this section (repeatable; {', '.join(SECTIONS)}; default: all)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="derive alpha/beta from measured costs and compare them with the hand-set ones")
+    parser.add_argument("--repetitions", type=int, default=None, metavar="N",
+                        help="interleaved rounds (default 6, 3 with --quick)")
+    parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected sections; print tables; write results.json and PNGs."""
+    from asafe import demo
+    from asafe import workload as wl
+
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.workers < 2:
+        print("phased: --workers must be >= 2 (panels are shipped between workers)", file=sys.stderr)
+        return 2
+    repetitions = args.repetitions or (3 if args.quick else 6)
+    if repetitions < 1:
+        print("phased: --repetitions must be >= 1", file=sys.stderr)
+        return 2
+    sections = args.section or list(SECTIONS)
+    phases = list(wl.phases_for("quick" if args.quick else "default"))
+    sweep_phases = list(wl.phases_for("quick"))
+    thresholds = wl.DEFAULT_THRESHOLDS
+    results = Results("phased", args.out)
+    results.set_environment(scheduler="distributed LocalCluster", workers=args.workers, threads_per_worker=1,
+                            suite_options={"sections": sections, "quick": args.quick, "calibrate": args.calibrate,
+                                           "repetitions": repetitions},
+                            tuned_parameters={"thresholds": thresholds.as_dict()})
+    if args.quick:
+        results.warn("--quick: small phases and few rounds, a smoke run, not a result to report", kind="QUICK")
+    print(f"phased suite: sections {', '.join(sections)}{' + calibrate' if args.calibrate else ''}; "
+          f"load average {', '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cpus "
+          "(shared machines are noisy: trust the side-by-side ratios)")
+    print(f"thresholds: alpha {thresholds.alpha:g}, beta {thresholds.beta:g}, window {thresholds.window}, "
+          f"dwell {thresholds.dwell:g} s / {thresholds.dwell_tasks} tasks, blend {thresholds.blend:g}")
+    print("  " + thresholds.how.replace("\n", "\n  "))
+    t0 = time.perf_counter()
+    with demo.connect(None, args.workers, 1) as (client, where, startup):
+        print(f"cluster: {where}, started in {startup:.1f} s")
+        results.add("startup", {"cluster_start_s": startup})
+        t1 = time.perf_counter()
+        expected = [wl.reference(p) for p in phases]
+        sweep_expected = [wl.reference(p) for p in sweep_phases]
+        results.add("references", {"seconds": time.perf_counter() - t1,
+                                   "what": "scipy power iterations of every phase, in the client"})
+        if "ratios" in sections:
+            for variant in ("static-on", "static-off"):  # warm-up apart
+                wl.run_variant(client, phases, variant, thresholds, expected)
+            section_ratios(client, phases, thresholds, expected, results)
+        if "phases" in sections:
+            section_phases(client, phases, thresholds, expected, repetitions, results)
+        if "sweep" in sections:
+            section_sweep(client, sweep_phases, thresholds, sweep_expected, args.quick, results)
+        if args.calibrate:
+            section_calibrate(client, phases, thresholds, expected, repetitions, results)
+    path = results.save()
+    print(f"\nwrote {path} (and {len(results.figures)} figure(s)) in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""``asafe demo`` end to end on a real LocalCluster of worker processes (test-sized phases).
+
+No timing assertions (the machines are shared): the report must have its shape,
+every variant must be correct against scipy, and the figure must be a PNG.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from asafe import workload as wl
+from asafe.cli import main
+from asafe.demo import DemoError, run_demo
+
+pytestmark = pytest.mark.timeout(240)
+
+VARIANTS = ("adaptive", "static-on", "static-off", "oracle")
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    # alpha huge, beta infinite: compression turns on at the first measured
+    # communication and stays on, so transitions are sure to be recorded
+    thresholds = wl.Thresholds(alpha=1e9, beta=math.inf, window=16, dwell=0.0, dwell_tasks=1, blend=1.0,
+                               how="test: on at the first communication, never off")
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    data = run_demo(size="test", repetitions=2, thresholds=thresholds, plot=out / "demo.png",
+                    json_path=out / "demo.json", console=console)
+    return data, out, console.export_text()
+
+
+def test_json_file_is_the_returned_report(report):
+    data, out, _ = report
+    assert json.loads((out / "demo.json").read_text()) == json.loads(json.dumps(data))
+
+
+def test_png_is_written(report):
+    _, out, _ = report
+    png = (out / "demo.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+
+def test_environment(report):
+    env = report[0]["environment"]
+    assert env["workers"] == 2 and env["threads_per_worker"] == [1]
+    assert env["machine"]["logical_cores"] >= 1 and env["machine"]["cpu"]
+    for name in ("numpy", "scipy", "numba", "dask", "distributed"):
+        assert env["packages"][name]
+
+
+def test_every_variant_is_correct_with_medians_and_intervals(report):
+    variants = report[0]["variants"]
+    assert set(variants) == set(VARIANTS)
+    for name in VARIANTS:
+        v = variants[name]
+        assert v["correct"] is True, name
+        assert _number(v["median_s"]) and v["median_s"] > 0
+        low, high = v["ci95"]
+        assert _number(low) and _number(high) and low <= v["median_s"] <= high
+        assert len(v["samples"]) == 2
+    assert report[0]["settings"]["repetitions"] == 2
+    assert not [w for w in report[0]["warnings"] if w.startswith("wrong result")]
+
+
+def test_phases(report):
+    phases = report[0]["phases"]
+    assert [p["name"] for p in phases] == [p.name for p in wl.TEST_PHASES]
+    assert len(phases) >= 4
+    for p in phases:
+        assert set(p["variants"]) == set(VARIANTS)
+        for v in p["variants"].values():
+            assert _number(v["median_s"]) and len(v["ci95"]) == 2 and len(v["samples"]) == 2
+        assert p["oracle_choice"] in ("static-on", "static-off")
+        oracle = p["variants"]["oracle"]["median_s"]
+        assert oracle == min(p["variants"]["static-on"]["median_s"], p["variants"]["static-off"]["median_s"])
+
+
+def test_transitions_are_well_formed(report):
+    transitions = report[0]["transitions"]
+    assert transitions, "alpha=1e9 must switch compression on"
+    names = {p.name for p in wl.TEST_PHASES}
+    for t in transitions:
+        assert _number(t["time"]) and _number(t["t_s"]) and t["t_s"] >= 0
+        assert t["optimization"] == "compression"
+        assert isinstance(t["from"], bool) and isinstance(t["to"], bool) and t["from"] != t["to"]
+        assert _number(t["ratio"]) or t["ratio"] in ("inf", "nan")
+        assert t["phase"] in names or t["phase"] is None
+        assert t["repetition"] in (0, 1)
+    # once on, never off: one transition per run
+    assert report[0]["transitions_per_run"] == [1, 1]
+
+
+def test_targets_and_speedups_are_reported(report):
+    data = report[0]
+    for key in ("adaptive_vs_static-on", "adaptive_vs_static-off", "adaptive_vs_oracle"):
+        s = data["speedups"][key]
+        assert _number(s["base_median_s"]) and _number(s["ratio_of_medians"]) and len(s["paired_ci95"]) == 2
+    targets = data["targets"]
+    for key in ("adaptive_vs_best_static", "adaptive_vs_oracle", "transitions_per_phase", "static_losses"):
+        assert isinstance(targets[key]["met"], bool)
+    assert len(targets["transitions_per_phase"]["max_per_phase"]) == len(wl.TEST_PHASES)
+    run = data["figure_run"]
+    assert run["timeline"] and [p["name"] for p in run["phases"]] == [p.name for p in wl.TEST_PHASES]
+
+
+def test_console_output(report):
+    text = report[2]
+    assert "asafe demo" in text and "warm-up" in text
+    assert "compression off -> on" in text or "off -> on" in text  # a transition as it happened
+    assert "Total time" in text and "static-off" in text and "targets:" in text
+
+
+def test_bad_options_are_clear():
+    with pytest.raises(DemoError, match="--workers must be >= 2"):
+        run_demo(workers=1, plot=None, json_path=None)
+    with pytest.raises(DemoError, match="does not exist"):
+        run_demo(size="test", plot="/nonexistent-folder/x.png", json_path=None)
+    runner = CliRunner()
+    result = runner.invoke(main, ["demo", "--workers", "1"])
+    assert result.exit_code == 2 and "--workers" in result.output
+    result = runner.invoke(main, ["demo", "--alpha", "0"])
+    assert result.exit_code == 2 and "must be > 0" in result.output
+    result = runner.invoke(main, ["demo", "--scheduler-address", "tcp://127.0.0.1:1", "--size", "test",
+                                  "--plot", "x.png", "--json", "x.json"])
+    assert result.exit_code == 1 and "cannot connect" in result.output
