@@ -7,34 +7,18 @@ repository root to ``sys.path`` (see tests/test_bench_stats.py).
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_benchmarks() -> None:
-    existing = sys.modules.get("benchmarks")
-    if existing is not None and str(getattr(existing, "__file__", "")).startswith(str(ROOT / "benchmarks")):
-        return
-    package = ROOT / "benchmarks"
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks", package / "__init__.py", submodule_search_locations=[str(package)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["benchmarks"] = module
-    spec.loader.exec_module(module)
-
-
-_load_benchmarks()
+# benchmarks is loaded from the checkout by tests/conftest.py
 from benchmarks import harness  # noqa: E402
 from benchmarks import __main__ as cli  # noqa: E402
 from benchmarks.harness import Measurement, Results, measure, speedup  # noqa: E402

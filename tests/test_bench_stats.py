@@ -8,33 +8,16 @@ instead of the installed package that these tests must exercise).
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_benchmarks() -> None:
-    existing = sys.modules.get("benchmarks")
-    if existing is not None and str(getattr(existing, "__file__", "")).startswith(str(ROOT / "benchmarks")):
-        return
-    package = ROOT / "benchmarks"
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks", package / "__init__.py", submodule_search_locations=[str(package)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["benchmarks"] = module
-    spec.loader.exec_module(module)
-
-
-_load_benchmarks()
+# benchmarks is loaded from the checkout by tests/conftest.py
 from benchmarks import stats  # noqa: E402
 
 TRIALS = 400
