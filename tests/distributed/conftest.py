@@ -31,13 +31,28 @@ def make_cluster(**kwargs):
 
 @pytest.fixture(autouse=True, scope="module")
 def _pickle_test_module_by_value(request):
-    module = sys.modules.get(request.module.__name__)
+    # distributed tries plain pickle first, which sends a module-level function by
+    # reference ("tests.distributed.test_x.f"); worker processes cannot import the
+    # test modules. Hiding the module (and the packages pytest registered above
+    # it) from sys.modules makes plain pickle fail, and distributed falls back to
+    # cloudpickle, which sends the functions by value.
+    name = request.module.__name__
+    module = sys.modules.get(name)
     if module is not None:
-        cloudpickle.register_pickle_by_value(module)
-    yield
-    if module is not None:
-        with contextlib.suppress(ValueError):
-            cloudpickle.unregister_pickle_by_value(module)
+        cloudpickle.register_pickle_by_value(module)  # needs it still in sys.modules
+    hidden = {n: sys.modules.pop(n) for n in _self_and_parents(name) if n in sys.modules}
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)
+        if module is not None:
+            with contextlib.suppress(ValueError):
+                cloudpickle.unregister_pickle_by_value(module)
+
+
+def _self_and_parents(name):
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 @pytest.fixture(scope="module")

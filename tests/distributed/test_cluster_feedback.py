@@ -36,27 +36,29 @@ LINK = 100e6  # bytes per second of the emulated link
 class Dense:
     """An uncompressed payload on the emulated link."""
 
-    def __init__(self, values):
+    def __init__(self, values, sequence):
         self.values = values
+        self.sequence = sequence  # production order on the source worker (see produce)
 
     def __sizeof__(self):  # what dask.sizeof, and so the worker's transfer log, counts
         return self.values.nbytes
 
     def __reduce__(self):
-        return (_arrive, (self.values,))
+        return (_arrive, (self.values, self.sequence))
 
 
-def _arrive(values):
+def _arrive(values, sequence):
     time.sleep(values.nbytes / LINK)  # unpickled at the receiving worker, inside its transfer
-    return Dense(values)
+    return Dense(values, sequence)
 
 
 class Packed:
     """A compressed payload: small on the wire, reports its dense size."""
 
-    def __init__(self, logical_nbytes, data):
+    def __init__(self, logical_nbytes, data, sequence):
         self.logical_nbytes = logical_nbytes
         self.data = data
+        self.sequence = sequence
 
     @property
     def nbytes(self):
@@ -69,30 +71,45 @@ def produce(i):
     dense = getattr(worker, "_asafe_test_payload", None)
     if dense is None:  # made once per worker: producing costs WORK, not an allocation
         dense = worker._asafe_test_payload = np.ones(PAYLOAD)
+    # The source worker has one thread, so this counts payloads in the order they
+    # were produced -- which is not the order they were submitted in (see
+    # transfer_bound_run).
+    sequence = worker._asafe_test_produced = getattr(worker, "_asafe_test_produced", -1) + 1
     time.sleep(WORK)
     if asafe.is_on("compression"):
-        return Packed(dense.nbytes, dense[:1000].copy())
-    return Dense(dense)
+        return Packed(dense.nbytes, dense[:1000].copy(), sequence)
+    return Dense(dense, sequence)
 
 
 @asafe.typed(asafe.COMPUTE)
 def consume(payload, i):
     time.sleep(WORK)
-    return isinstance(payload, Packed)
+    return payload.sequence, isinstance(payload, Packed)
 
 
 def transfer_bound_run(client, handle, waves=16, width=4, depth=4):
-    """Waves of producers on one worker and consumers on the other, a few waves in flight."""
+    """Waves of producers on one worker and consumers on the other, a few waves in flight.
+
+    Returns, for every payload in the order the source worker *produced* them,
+    whether it reached its consumer compressed. Submission order is not
+    production order: ``client.submit`` calls less than ``fifo_timeout`` (100 ms)
+    apart get the same scheduler priority, and a worker runs ready tasks of equal
+    priority newest first (``WorkerState.generation`` counts down). So the first
+    ``depth`` waves run roughly last-in first-out, and a producer submitted early
+    may run after the switch while later ones ran before it.
+    """
     source, sink = sorted(client.scheduler_info()["workers"])
-    compressed, pending = [], []
+    received, pending = [], []
     for w in range(waves + 1):
         if w < waves:
             producers = [client.submit(produce, (w, i), workers=[source], pure=False) for i in range(width)]
             pending.append([client.submit(consume, p, i, workers=[sink], pure=False) for i, p in enumerate(producers)])
             del producers
         while len(pending) >= depth or (w == waves and pending):
-            compressed += client.gather(pending.pop(0))
-    return compressed
+            received += client.gather(pending.pop(0))
+    sequences = [sequence for sequence, _ in received]
+    assert len(set(sequences)) == len(sequences) == waves * width, sequences  # one source, every payload once
+    return [compressed for _, compressed in sorted(received)]
 
 
 def test_naive_ratio_flaps_asafe_does_not(client, make_runtime, installed):
@@ -110,7 +127,7 @@ def test_naive_ratio_flaps_asafe_does_not(client, make_runtime, installed):
     assert naive_history[:2] == [(False, True), (True, False)], naive_history
     # asafe: on once, and it stays on
     assert corrected_history == [(False, True)], corrected_history
-    # once on, every later payload travelled compressed
+    # once on, every payload produced later travelled compressed (in production order)
     first = compressed.index(True)
     assert all(compressed[first:]) and first < len(compressed) // 2
     # the correction at work: logical bytes far above wire bytes, seconds charged accordingly
