@@ -12,9 +12,11 @@ schedulers with a :class:`dask.callbacks.Callback`:
   error) leave the scheduled set.
 
 All four run on the scheduler's own loop, never inside tasks, and do O(1) work
-per task plus O(1) per dependency edge: about two microseconds a task, against
-Dask's own 40-60 (``python -m benchmarks overhead``). A task's type is resolved
-once per function, not once per task.
+per task plus O(1) per dependency edge: 2-4.5 microseconds of CPU a task
+(synchronous and threaded schedulers), against Dask's own 40-60, that is 4-12%
+on graphs of trivial tasks (``python -m benchmarks overhead``; see
+docs/results/overhead). A task's type is resolved once per function, not once
+per task.
 
 Types. Dask lowers the graph before the callbacks see it and the lowered graph
 has no annotations, so :func:`adaptive` also sets ``dask.config`` ``scheduler``
