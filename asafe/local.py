@@ -3,20 +3,18 @@
 :func:`adaptive` wires an :class:`~asafe.AdaptiveRuntime` into Dask's local
 schedulers with a :class:`dask.callbacks.Callback`:
 
-* ``start_state``: every task ready at the start is added to the mode tracker;
+* ``start_state``: every task ready at the start is counted as scheduled;
 * ``pretask``: the start time of the task is noted;
-* ``posttask``: its duration is measured, its dependents that became ready are
-  added, and once per ``interval`` the buffered events reach the tracker in one
-  batch and the controller is evaluated;
-* ``finish``: the last events are applied and tasks that never finished (an
+* ``posttask``: its duration is measured and its dependents that became ready
+  are counted as scheduled, in per-group tallies; once per ``interval`` the
+  tallies reach the mode tracker in one batch and the controller is evaluated;
+* ``finish``: the last tallies are applied and tasks that never finished (an
   error) leave the scheduled set.
 
 All four run on the scheduler's own loop, never inside tasks, and do O(1) work
-per task plus O(1) per dependency edge: 2-4.5 microseconds of CPU a task
-(synchronous and threaded schedulers), against Dask's own 40-60, that is 4-12%
-on graphs of trivial tasks (``python -m benchmarks overhead``; see
-docs/results/overhead). A task's type is resolved once per function, not once
-per task.
+per task plus O(1) per dependency edge, and no work per task in the tracker
+(see :meth:`asafe.ModeTracker.ingest`). How that path was made cheap, and what
+it costs, is in :class:`_TrackingCallback`.
 
 Types. Dask lowers the graph before the callbacks see it and the lowered graph
 has no annotations, so :func:`adaptive` also sets ``dask.config`` ``scheduler``
@@ -34,6 +32,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from time import perf_counter
 from typing import Any
 
 import dask
@@ -53,33 +52,78 @@ from .types import ANNOTATION, resolve_type, type_of_callable
 __all__ = ["adaptive"]
 
 _run = threading.local()  # per calling thread: the annotations of the pending compute
+_RUN = "asafe-run"  # the key of a run's _Run in Dask's per-run ``state`` dict
+
+
+class _Tally:
+    """Events of one (type, prefix) group in one run since the last flush."""
+
+    __slots__ = ("task_type", "prefix", "added", "finished", "seconds", "in_flight")
+
+    def __init__(self, task_type: str, prefix: str) -> None:
+        self.task_type = task_type
+        self.prefix = prefix
+        self.added = 0
+        self.finished = 0
+        self.seconds = 0.0
+        self.in_flight = 0  # added minus finished up to the last flush
 
 
 class _Run:
     """State of one ``get`` call: only what is in flight, never per-graph history."""
 
-    __slots__ = ("annotations", "groups", "started", "added", "finished", "durations", "interned", "next_flush")
+    __slots__ = ("annotations", "scheduled", "started", "tallies", "by_group", "by_func", "next_flush")
 
     def __init__(self, annotations: Mapping) -> None:
         self.annotations = annotations
-        self.groups: dict = {}  # key -> (type, prefix), scheduled tasks only
+        self.scheduled: dict = {}  # key -> its tally, from ready to finished
         self.started: dict = {}  # key -> start time, running tasks only
-        self.added: list = []  # events buffered until the next flush
-        self.finished: list = []
-        self.durations: list = []
-        # callable -> {prefix -> (type, prefix)}: one interned group tuple per
-        # function and key prefix, so the hot path allocates no tuple per task
-        self.interned: dict = {}
+        self.tallies: list[_Tally] = []  # one per group seen in this run
+        self.by_group: dict = {}  # (type, prefix) -> _Tally
+        # callable -> {key name or prefix -> _Tally}: a task's group is found
+        # from its function and key without building a tuple
+        self.by_func: dict = {}
         self.next_flush = 0.0
+
+    def tally(self, task_type: str, prefix: str) -> _Tally:
+        """The tally of a group, created on first use."""
+        tally = self.by_group.get((task_type, prefix))
+        if tally is None:
+            tally = self.by_group[task_type, prefix] = _Tally(task_type, prefix)
+            self.tallies.append(tally)
+        return tally
+
+    def drain(self) -> list[tuple[str, str, int, int, float]]:
+        """The events tallied since the last call, as :meth:`ModeTracker.ingest` takes them."""
+        batch = []
+        for tally in self.tallies:
+            if tally.added or tally.finished:
+                batch.append((tally.task_type, tally.prefix, tally.added, tally.finished, tally.seconds))
+                tally.in_flight += tally.added - tally.finished
+                tally.added = tally.finished = 0
+                tally.seconds = 0.0
+        return batch
 
 
 class _TrackingCallback(Callback):
     """Feeds scheduler events of Dask's local schedulers to a runtime's tracker.
 
-    The hot path (``pretask``/``posttask``) only appends to per-run buffers; the
-    buffers reach the tracker in one locked batch (:meth:`ModeTracker.ingest`)
-    once per ``interval``, just before the controller is evaluated, so the mode
-    is exact whenever it is read.
+    The hooks run on the scheduler's loop, between Dask's own steps, where the
+    cost of Python code is set by the memory it touches more than by its
+    operations (a posttask body of 0.2 us in a warm loop takes about 1 us
+    there). So they touch little: a task's tally (per ``(type, prefix)``
+    group) is found once, when the task becomes ready, from its function and
+    its key's name (:meth:`_tally_of`) and kept in ``scheduled`` until it
+    finishes; start times live in ``started`` while tasks run. Each run's state
+    rides in Dask's own per-run ``state`` dict (under :data:`_RUN`).
+
+    The tallies go to the tracker once per ``interval`` in one small batch (a
+    few groups). The work is spread over the tasks on purpose: designs that
+    buffered events and processed them at each flush (about 200 tasks at once
+    every 10 ms, holding the GIL for 0.2 ms) measured +5% to +9% on the
+    threaded scheduler with ``python -m benchmarks overhead``, far more than
+    their own time, where the same work spread over the tasks costs about what
+    it takes (docs/results/overhead).
     """
 
     def __init__(self, runtime: AdaptiveRuntime) -> None:
@@ -88,72 +132,127 @@ class _TrackingCallback(Callback):
         self.tracker = runtime.tracker
         self.default_type = runtime.default_type
         self.interval = runtime.interval
-        self._local = threading.local()
 
-    # Dask's local schedulers call these on the thread that called compute.
-    def _start(self, dsk: Mapping) -> None:
-        self._local.run = _Run(getattr(_run, "annotations", None) or {})
-
+    # Dask's local schedulers call these on the thread that called compute,
+    # with one ``state`` dict per run.
     def _start_state(self, dsk: Mapping, state: dict) -> None:
-        run = self._local.run
+        run = state[_RUN] = _Run(getattr(_run, "annotations", None) or {})
+        scheduled = run.scheduled
         for key in state["ready"]:
-            run.added.append(self._group(run, key, dsk))
+            tally = scheduled[key] = self._tally_of(run, key, dsk)
+            tally.added += 1
         self._flush(run, time.perf_counter())
 
     def _pretask(self, key: Any, dsk: Mapping, state: dict) -> None:
-        self._local.run.started[key] = time.perf_counter()
+        state[_RUN].started[key] = perf_counter()
 
     def _posttask(self, key: Any, result: Any, dsk: Mapping, state: dict, worker_id: Any) -> None:
-        now = time.perf_counter()
-        run = self._local.run
-        run.finished.append(run.groups.pop(key, None) or self._resolve(run, key, dsk))
-        run.durations.append(now - run.started.pop(key, now))
-        waiting, groups = state["waiting"], run.groups
+        now = perf_counter()
+        run = state[_RUN]
+        scheduled = run.scheduled
+        tally = scheduled.pop(key, None) or self._tally_of(run, key, dsk)
+        tally.finished += 1
+        tally.seconds += now - run.started.pop(key, now)
+        # Dask has just moved the dependents whose last dependency this was out
+        # of "waiting" (into "ready"): each becomes ready exactly once, here.
+        waiting = state["waiting"]
         for dependent in state["dependents"][key]:
-            if dependent not in waiting and dependent not in groups:
-                run.added.append(self._group(run, dependent, dsk))
+            if dependent not in waiting:
+                # _tally_of(run, dependent, dsk), inlined: a call costs as much
+                try:
+                    names = run.by_func.get(getattr(dsk.get(dependent), "func", None))
+                except TypeError:  # an unhashable callable
+                    names = None
+                tally = names and names.get(dependent[0] if type(dependent) is tuple else _prefix(dependent))
+                if not tally:
+                    tally = self._resolve(run, dependent, dsk)
+                scheduled[dependent] = tally
+                tally.added += 1
         if now >= run.next_flush:
             self._flush(run, now)
 
     def _finish(self, dsk: Mapping, state: dict, errored: bool) -> None:
-        run = getattr(self._local, "run", None)
-        if run is None:
+        run = state.pop(_RUN, None)
+        if run is None:  # the run failed before start_state
             return
-        self.tracker.ingest(run.added, run.finished, run.durations)
-        for task_type, prefix in run.groups.values():  # scheduled but never finished
-            self.tracker.discard(task_type, prefix)
-        self._local.run = None
+        self.tracker.ingest(run.drain())
+        for tally in run.tallies:  # scheduled but never finished (an error)
+            if tally.in_flight > 0:
+                self.tracker.discard(tally.task_type, tally.prefix, tally.in_flight)
         self.runtime.evaluate()
 
     def _flush(self, run: _Run, now: float) -> None:
-        self.tracker.ingest(run.added, run.finished, run.durations)
-        run.added, run.finished, run.durations = [], [], []
+        self.tracker.ingest(run.drain())
         run.next_flush = now + self.interval
         self.runtime.maybe_evaluate()
 
-    def _group(self, run: _Run, key: Any, dsk: Mapping) -> tuple[str, str]:
-        group = run.groups[key] = self._resolve(run, key, dsk)
-        return group
+    def _tally_of(self, run: _Run, key: Any, dsk: Mapping) -> _Tally:
+        """A task's tally: the inline lookup, else :meth:`_resolve`."""
+        try:
+            names = run.by_func.get(getattr(dsk.get(key), "func", None))
+        except TypeError:  # an unhashable callable
+            names = None
+        tally = names and names.get(key[0] if type(key) is tuple else _prefix(key))
+        return tally or self._resolve(run, key, dsk)
 
-    def _resolve(self, run: _Run, key: Any, dsk: Mapping) -> tuple[str, str]:
-        prefix = key_split(key)  # cached by Dask
-        annotated = run.annotations.get(key) if run.annotations else None
-        if annotated is not None:
-            return resolve_type(annotated, None, self.default_type), prefix
+    def _resolve(self, run: _Run, key: Any, dsk: Mapping) -> _Tally:
+        """A task's tally, the slow way, cached for the inline lookup where that is valid.
+
+        The inline lookup is ``run.by_func[func][name]``: ``name`` is the key's
+        name for a tuple key (shared by its layer; ``key_split(name)`` hits
+        Dask's cache where ``key_split(key)`` would parse and cache every key)
+        and the prefix of a string key (delayed keys are unique per task; see
+        :func:`_prefix`). A
+        fused task (``_execute_subgraph``) is cached only under a tuple key's
+        name: the tasks of a fused layer run the same subgraph, while string
+        keys of one prefix may not. Nothing is cached for a run with
+        annotations (they are per key), for a task with no function or for an
+        unhashable callable: those always come here.
+        """
+        name = key[0] if type(key) is tuple else None
+        prefix = key_split(name) if name is not None else _prefix(key)
+        if run.annotations:
+            annotated = run.annotations.get(key)
+            if annotated is not None:
+                return run.tally(resolve_type(annotated, None, self.default_type), prefix)
         task = dsk.get(key)
         func = getattr(task, "func", None)
-        if func is None or func is _execute_subgraph:  # fused: the type is inside
-            return resolve_type(None, task, self.default_type), prefix
-        try:
-            by_prefix = run.interned.get(func)
-        except TypeError:  # an unhashable callable
-            return (type_of_callable(func) or self.default_type), prefix
-        if by_prefix is None:
-            by_prefix = run.interned[func] = {}
-        group = by_prefix.get(prefix)
-        if group is None:
-            group = by_prefix[prefix] = (type_of_callable(func) or self.default_type, prefix)
-        return group
+        if func is None or func is _execute_subgraph:  # the type is inside, if anywhere
+            tally = run.tally(resolve_type(None, task, self.default_type), prefix)
+            cache_as = name if func is not None else None
+        else:
+            tally = run.tally(type_of_callable(func) or self.default_type, prefix)
+            cache_as = name or prefix
+        if cache_as is not None and not run.annotations:
+            try:
+                run.by_func.setdefault(func, {})[cache_as] = tally
+            except TypeError:  # an unhashable callable
+                pass
+        return tally
+
+
+def _prefix(key: Any) -> str:
+    """``dask.utils.key_split(key)``, without parsing a fresh delayed key.
+
+    ``key_split`` is cached per key, and a delayed key (``"inc-<token>"``) is
+    new in every graph: parsing it costs about 1 us, as much as the rest of a
+    task's tracking. Its result is built from the first ``-``-separated word,
+    extended by the following words while they are alphabetic and not 8-letter
+    hex; when the second word does not extend it (a token), the prefix is the
+    prefix of the first word, which ``key_split`` has cached (a few per graph).
+    Equal to ``key_split`` for every key (a property test checks it).
+
+    >>> _prefix("inc-1f3a9c0e7b2d4c6e8f0a1b2c3d4e5f60"), _prefix("read-csv-0a1b")
+    ('inc', 'read-csv')
+    """
+    if type(key) is str:
+        first, dash, rest = key.partition("-")
+        if dash:
+            second = rest.partition("-")[0]
+            if second.isalpha() and not (len(second) == 8 and second[0] in "abcdef"):
+                return key_split(key)  # the prefix goes on past the first word
+        return key_split(first)
+    return key_split(key)
 
 
 class _AnnotatedGet:
@@ -195,6 +294,12 @@ def adaptive(runtime: AdaptiveRuntime | None = None, scheduler: Any = None) -> I
     -----
     On exit the states seen by :func:`asafe.is_on` are restored to what they were
     on entry (``False`` everywhere outside any run); the runtime keeps its history.
+
+    Tracking uses Dask's callbacks, so it shares their rule
+    (:func:`dask.callbacks.local_callbacks`): a running computation takes the
+    callbacks for its duration, so a ``dask.compute`` started from another
+    thread while one runs, or from inside a task, is not tracked (its tasks
+    still see the states through :func:`asafe.is_on`).
 
     Examples
     --------

@@ -30,10 +30,12 @@ MedianCI(low=1.0, high=6.0, coverage=0.96875, exact=True)
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import platform
 import sys
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -42,6 +44,8 @@ __all__ = [
     "MedianCI",
     "median",
     "median_ci",
+    "median_ci_ranks",
+    "cpu_model",
     "percentile",
     "spread",
     "summarize",
@@ -101,11 +105,41 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
-def _binom_cdf_half(k: int, n: int) -> float:
-    """P(Binomial(n, 1/2) <= k)."""
-    if k < 0:
-        return 0.0
-    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2.0**n
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float, bool]:
+    """Order-statistic ranks of the distribution-free interval of the median.
+
+    Returns ``(low_rank, high_rank, coverage, exact)``: the 1-based ranks ``l``
+    and ``n - l + 1`` of the narrowest symmetric pair whose coverage
+    ``1 - 2 P(Binomial(n, 1/2) <= l - 1)`` reaches ``confidence``, that coverage,
+    and whether it does reach it (not for ``n <= 5`` at 95%, where ``[min, max]``
+    is returned). The binomial is summed in exact integers.
+
+    >>> median_ci_ranks(6)
+    (1, 6, 0.96875, True)
+    >>> median_ci_ranks(5)
+    (1, 5, 0.9375, False)
+    >>> median_ci_ranks(20)[:2]
+    (6, 15)
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    n = int(n)
+    half_alpha = (1.0 - confidence) / 2.0
+    outcomes = 1 << n
+    low_rank, exact = 1, False
+    tail = 1  # outcomes with at most low_rank - 1 samples below the median
+    below, term = 0, 1  # term = comb(n, x), updated in exact integers
+    for x in range((n + 1) // 2):  # P(B <= x) grows with x: the last x under alpha / 2
+        below += term
+        term = term * (n - x) // (x + 1)
+        if below / outcomes > half_alpha * (1 + 1e-12):  # a tiny slack absorbs rounding
+            break
+        low_rank, exact, tail = x + 1, True, below
+    coverage = 1.0 - 2 * tail / outcomes  # int / int: exact, no overflow for large n
+    return low_rank, n - low_rank + 1, coverage, exact
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> MedianCI:
@@ -117,18 +151,9 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Media
     >>> median_ci([2.0, 1.0, 3.0]).exact   # 3 samples cannot give 95%
     False
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     values = _clean(samples)
-    n = len(values)
-    half_alpha = (1.0 - confidence) / 2.0
-    low_rank, exact = 1, False
-    for l in range((n + 1) // 2, 0, -1):  # the largest l whose coverage suffices
-        if _binom_cdf_half(l - 1, n) <= half_alpha * (1 + 1e-12):
-            low_rank, exact = l, True
-            break
-    coverage = 1.0 - 2.0 * _binom_cdf_half(low_rank - 1, n)
-    return MedianCI(values[low_rank - 1], values[n - low_rank], coverage, exact)
+    low_rank, high_rank, coverage, exact = median_ci_ranks(len(values), confidence)
+    return MedianCI(values[low_rank - 1], values[high_rank - 1], coverage, exact)
 
 
 def spread(samples: Sequence[float]) -> float:
@@ -206,7 +231,8 @@ def rotations(names: Sequence[str], rounds: int) -> list[list[str]]:
     return [names[r % len(names):] + names[:r % len(names)] for r in range(rounds)]
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -214,7 +240,7 @@ def _cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _version(name: str) -> str | None:
@@ -250,7 +276,7 @@ def environment(**extra: Any) -> dict[str, Any]:
         usable = os.cpu_count()
     info = {
         "machine": {
-            "cpu": _cpu_model(),
+            "cpu": cpu_model(),
             "physical_cores": physical,
             "logical_cores": os.cpu_count(),
             "usable_cores": usable,

@@ -12,11 +12,23 @@ O(1) when a task is added, finishes, or when a group's estimate moves.
 
 *Measured work over a sliding window.* The last ``window`` measurements (finished
 task durations, and work that is not a task, such as inter-worker transfers) are
-kept in a ring with running sums per type.
+kept in a ring with running sums per type. A ring entry may stand for several
+measurements of one group (``count`` of them, ``seconds`` in total): batches
+arrive aggregated, see below. When the window overflows, the oldest entry loses
+the overflowing measurements at its mean duration.
 
-The event path allocates no container per event (groups are interned tuples,
-the ring is two parallel deques): with a graph of 100k objects in memory, every
-700 tuples allocated would trigger a garbage collection that walks them.
+*Batches.* Scheduler integrations on a hot path (:mod:`asafe.local`) do not call
+the tracker per task: they count, per ``(type, prefix)`` group, the tasks added
+and finished and the seconds measured since the last evaluation, and hand the
+tallies over in one :meth:`ModeTracker.ingest`. The tracker's work is then per
+group and interval, not per task. A group's ``n`` finished tasks are learned as
+``n`` measurements of their mean: ``new = mean + (old - mean) / 2**n``, which is
+what ``n`` single updates give when the durations are equal. That is the only
+approximation, and it is confined to one interval (10 ms by default).
+
+The event path allocates no container per event (the ring is parallel deques):
+with a graph of 100k objects in memory, every 700 tuples allocated would trigger
+a garbage collection that walks them.
 
 The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
 ``w = (1 - blend) * min(1, S / M)``, where ``S`` is the expected seconds of the
@@ -34,6 +46,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 
 from .mode import ModeVector
 
@@ -58,8 +71,9 @@ class ModeTracker:
     Events are :meth:`add` (a task became ready), :meth:`finish` (it finished and
     its duration was measured), :meth:`discard` (it left without a measurement: a
     lost worker, an error, a cancelled key) and :meth:`observe` (measured work with
-    no scheduled task, such as a transfer). Each is O(1). The tracker is
-    thread-safe.
+    no scheduled task, such as a transfer). Each is O(1). :meth:`ingest` applies
+    the same events aggregated per group, as a hot path hands them over. The
+    tracker is thread-safe.
 
     Parameters
     ----------
@@ -107,8 +121,11 @@ class ModeTracker:
         self._type_average: dict[str, float] = {}
         self._scheduled: dict[str, float] = {}
         self._counts: dict[str, int] = {}  # scheduled tasks per type
-        self._ring_types: deque[str] = deque()  # two parallel deques: no tuple per entry
+        # the ring: parallel deques (no tuple per entry) of type, seconds, count
+        self._ring_types: deque[str] = deque()
         self._ring_seconds: deque[float] = deque()
+        self._ring_counts: deque[int] = deque()
+        self._ring_total = 0  # measurements in the ring (sum of counts), <= window
         self._measured: dict[str, float] = {}
         self.finished = 0  # tasks finished since creation (dwell counts these)
 
@@ -116,7 +133,7 @@ class ModeTracker:
     def add(self, task_type: str, prefix: str) -> None:
         """A task of this type and key prefix is now scheduled (ready or running)."""
         with self._lock:
-            self._schedule(self._group(task_type, prefix))
+            self._schedule(self._group(task_type, prefix), 1)
 
     def finish(self, task_type: str, prefix: str, duration: float, scheduled: bool = True) -> None:
         """A task finished after ``duration`` seconds of work.
@@ -128,54 +145,64 @@ class ModeTracker:
         with self._lock:
             group = self._group(task_type, prefix)
             if scheduled and group.count > 0:
-                self._unschedule(group)
-            self._learn(group, duration)
-            self._push(task_type, duration)
+                self._unschedule(group, 1)
+            self._learn(group, duration, 1)
+            self._push(task_type, duration, 1)
             self.finished += 1
             self._evict()
 
-    def discard(self, task_type: str, prefix: str) -> None:
-        """A scheduled task left without a measurement (lost, erred, cancelled)."""
+    def discard(self, task_type: str, prefix: str, count: int = 1) -> None:
+        """``count`` scheduled tasks left without a measurement (lost, erred, cancelled)."""
         with self._lock:
             group = self._groups.get((task_type, prefix))
             if group is None or group.count == 0:
                 return
-            self._unschedule(group)
+            self._unschedule(group, min(count, group.count))
             self._evict()
 
-    def ingest(
-        self,
-        added: list[tuple[str, str]],
-        finished: list[tuple[str, str]],
-        durations: list[float],
-    ) -> None:
-        """Apply a batch of events under one lock: every add, then every finish.
+    def ingest(self, batch: Iterable[tuple[str, str, int, int, float]]) -> None:
+        """Apply a batch of aggregated events under one lock.
 
-        Scheduler integrations buffer events on their hot path and hand them over
-        here once per evaluation interval. ``added`` and ``finished`` hold
-        ``(type, prefix)`` groups (the same tuple objects may repeat: the hot path
-        allocates nothing per task); ``durations[i]`` is the measured duration of
-        ``finished[i]``. Adds come first because a task that finished within the
-        batch was necessarily added before it finished.
+        Each entry is ``(type, prefix, added, finished, seconds)``: since the last
+        batch, ``added`` tasks of the group became scheduled and ``finished`` of
+        its tasks finished after ``seconds`` of work in total. Adds apply before
+        finishes (a task that finished within the batch was added before). The
+        finished tasks are learned as ``finished`` measurements of their mean
+        duration (see the module docstring). Scheduler integrations call this
+        once per evaluation interval, so the cost is per group, not per task.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+        >>> tracker.ingest([("compute", "inc", 4, 2, 6.0), ("communication", "send", 1, 0, 0.0)])
+        >>> tracker.expected_duration("compute", "inc")  # two measurements of 3 s
+        3.0
+        >>> tracker.scheduled_work()  # two inc tasks left at 3 s, one send at 1 s
+        {'compute': 6.0, 'communication': 1.0}
         """
         with self._lock:
-            for key in added:
-                self._schedule(self._group_at(key))
-            for key, duration in zip(finished, durations):
-                group = self._group_at(key)
-                if group.count > 0:
-                    self._unschedule(group)
-                duration = duration if duration > 0.0 else 0.0
-                self._learn(group, duration)
-                self._push(key[0], duration)
-            self.finished += len(finished)
+            total = 0
+            for task_type, prefix, added, finished, seconds in batch:
+                if not (added or finished):
+                    continue
+                group = self._group_at((task_type, prefix))
+                if added:
+                    self._schedule(group, added)
+                if finished:
+                    if group.count:
+                        self._unschedule(group, min(finished, group.count))
+                    seconds = seconds if seconds > 0.0 else 0.0
+                    self._learn(group, seconds / finished, finished)
+                    self._push(task_type, seconds, finished)
+                    total += finished
+            self.finished += total
             if len(self._groups) > self.max_groups:
                 self._evict()
 
     def observe(self, task_type: str, seconds: float) -> None:
         """Measured work that is not a scheduled task (e.g. a transfer)."""
         with self._lock:
-            self._push(task_type, max(float(seconds), 0.0))
+            self._push(task_type, max(float(seconds), 0.0), 1)
 
     def clear_scheduled(self) -> None:
         """Forget every scheduled task (the end of a computation); keep what was learned."""
@@ -228,38 +255,56 @@ class ModeTracker:
             self._groups.move_to_end(key)
         return group
 
-    def _schedule(self, group: _Group) -> None:
+    def _schedule(self, group: _Group, n: int) -> None:
         task_type = group.task_type
-        group.count += 1
-        self._counts[task_type] = self._counts.get(task_type, 0) + 1
-        self._scheduled[task_type] = self._scheduled.get(task_type, 0.0) + group.expected
+        group.count += n
+        self._counts[task_type] = self._counts.get(task_type, 0) + n
+        self._scheduled[task_type] = self._scheduled.get(task_type, 0.0) + n * group.expected
 
-    def _unschedule(self, group: _Group) -> None:
+    def _unschedule(self, group: _Group, n: int) -> None:
         task_type = group.task_type
-        group.count -= 1
-        left = self._counts[task_type] = self._counts[task_type] - 1
+        group.count -= n
+        left = self._counts[task_type] = self._counts[task_type] - n
         if left == 0:  # exact zero: no residue of the running sum's rounding
             self._scheduled[task_type] = 0.0
         else:
-            self._scheduled[task_type] -= group.expected
+            self._scheduled[task_type] -= n * group.expected
 
-    def _learn(self, group: _Group, duration: float) -> None:
+    def _learn(self, group: _Group, duration: float, n: int) -> None:
+        # n measurements of ``duration``: n steps of new = (old + duration) / 2
         old = group.expected
-        new = duration if not group.measured else 0.5 * (old + duration)
+        new = duration if not group.measured else duration + (old - duration) * 0.5**n
         group.measured = True
         if new != old:
             group.expected = new
             if group.count:
                 self._scheduled[group.task_type] += group.count * (new - old)
         previous = self._type_average.get(group.task_type)
-        self._type_average[group.task_type] = duration if previous is None else 0.5 * (previous + duration)
+        self._type_average[group.task_type] = (
+            duration if previous is None else duration + (previous - duration) * 0.5**n
+        )
 
-    def _push(self, task_type: str, seconds: float) -> None:
+    def _push(self, task_type: str, seconds: float, count: int) -> None:
         self._ring_types.append(task_type)
         self._ring_seconds.append(seconds)
+        self._ring_counts.append(count)
         self._measured[task_type] = self._measured.get(task_type, 0.0) + seconds
-        if len(self._ring_types) > self.window:
-            self._measured[self._ring_types.popleft()] -= self._ring_seconds.popleft()
+        self._ring_total += count
+        excess = self._ring_total - self.window
+        while excess > 0:  # the oldest measurements leave, at their entry's mean
+            oldest = self._ring_counts[0]
+            if oldest <= excess:
+                self._ring_counts.popleft()
+                self._measured[self._ring_types.popleft()] -= self._ring_seconds.popleft()
+                self._ring_total -= oldest
+                excess -= oldest
+            else:
+                leaving = self._ring_seconds[0] * excess / oldest
+                self._ring_seconds[0] -= leaving
+                self._measured[self._ring_types[0]] -= leaving
+                self._ring_counts[0] = oldest - excess
+                self._ring_total -= excess
+                excess = 0
 
     def _evict(self) -> None:
         # only idle groups are forgotten; at most a few per event (amortised O(1))

@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+from asafe.measure import cpu_model
+
 from . import stats
 
 __all__ = [
@@ -517,17 +519,6 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
                      "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER")
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 def _package_versions() -> dict[str, str | None]:
     from importlib import metadata
 
@@ -605,7 +596,7 @@ def environment(**extra: Any) -> dict[str, Any]:
         usable = os.cpu_count()
     asafe_module = sys.modules.get("asafe")
     info: dict[str, Any] = {
-        "cpu": {"model": _cpu_model(), "physical_cores": psutil.cpu_count(logical=False),
+        "cpu": {"model": cpu_model(), "physical_cores": psutil.cpu_count(logical=False),
                 "logical_cores": psutil.cpu_count(logical=True), "usable_cores": usable,
                 "machine": platform.machine()},
         "memory": {"total_bytes": int(memory.total), "total_gib": round(memory.total / 2**30, 2),

@@ -64,9 +64,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
+
+from asafe.measure import median_ci_ranks  # one implementation, installed with asafe (the demo uses it)
 
 __all__ = [
     "CONFIDENCE",
@@ -163,54 +164,6 @@ def _as_array(samples: Sequence[float], what: str = "samples") -> np.ndarray:
 def _check_confidence(confidence: float) -> None:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-
-
-@lru_cache(maxsize=4096)
-def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float, bool]:
-    """Order-statistic ranks of the distribution-free CI of the median.
-
-    Parameters
-    ----------
-    n : int
-        Number of samples (>= 1).
-    confidence : float
-        Requested coverage.
-
-    Returns
-    -------
-    low_rank, high_rank : int
-        1-based ranks ``l`` and ``n - l + 1``.
-    coverage : float
-        ``1 - 2 * P(Binomial(n, 1/2) <= l - 1)``.
-    exact : bool
-        Whether ``coverage >= confidence`` (False only for tiny ``n``, where
-        ``l = 1``: the widest interval).
-
-    Examples
-    --------
-    >>> median_ci_ranks(6)
-    (1, 6, 0.96875, True)
-    >>> median_ci_ranks(5)
-    (1, 5, 0.9375, False)
-    >>> median_ci_ranks(20)[:2]
-    (6, 15)
-    """
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
-    _check_confidence(confidence)
-    from scipy.stats import binom  # local: scipy.stats is slow to import
-
-    n = int(n)
-    half_alpha = (1.0 - confidence) / 2.0
-    cdf = binom.cdf(np.arange((n + 1) // 2 + 1), n, 0.5)
-    # largest x = l - 1 with P(B <= x) <= alpha / 2; a tiny slack absorbs rounding
-    candidates = np.nonzero(cdf <= half_alpha * (1 + 1e-12))[0]
-    if candidates.size == 0:
-        low_rank, exact = 1, False
-    else:
-        low_rank, exact = int(candidates[-1]) + 1, True
-    coverage = float(1.0 - 2.0 * cdf[low_rank - 1])
-    return low_rank, n - low_rank + 1, coverage, exact
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> MedianCI:

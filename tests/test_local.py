@@ -1,10 +1,13 @@
 """Adaptive runs on Dask's real local schedulers: threads, sync and processes."""
+import dataclasses
 import time
 
 import dask
 import dask.array as da
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import asafe
 from asafe import AdaptiveRuntime, EfficiencyDomain, Hysteresis, Optimization
@@ -173,3 +176,81 @@ def test_results_are_unchanged_by_tracking():
     with asafe.adaptive(make_runtime()):
         got = (x @ x.T).sum().compute()
     np.testing.assert_allclose(got, expected)
+
+
+def test_tasks_count_as_scheduled_from_ready_to_finished():
+    """A fan-out: the 30 dependents of one root are all scheduled once it finishes."""
+    rt = make_runtime()  # interval 0: the tracker is brought up to date after every task
+    seen = []
+
+    @asafe.typed(asafe.COMMUNICATION)
+    def send(root, i):
+        work = rt.tracker.scheduled_work().get(asafe.COMMUNICATION, 0.0)
+        seen.append(round(work / rt.tracker.expected_duration(asafe.COMMUNICATION, "send")))
+        return root + i
+
+    root = dask.delayed(lambda: 1, name="root")()
+    fan = [dask.delayed(send, pure=False)(root, i) for i in range(30)]
+    with asafe.adaptive(rt, scheduler="sync"):
+        (results,) = dask.compute(fan)
+    assert sorted(results) == list(range(1, 31))
+    assert seen == list(range(30, 0, -1))  # each sees itself and the ones still waiting
+    assert rt.tracker.scheduled_work() == {} and rt.tracker.finished == 31
+
+
+@dataclasses.dataclass
+class Scale:
+    """A callable dataclass: ``eq=True`` makes its instances unhashable."""
+
+    factor: int
+
+    def __call__(self, x):
+        return x * self.factor
+
+
+def test_every_kind_of_task_reaches_its_group():
+    """String keys (delayed), tuple keys (array layers), fused layers, unhashable callables."""
+    scale = asafe.typed("io")(Scale(3))
+    with pytest.raises(TypeError):
+        hash(scale)
+    rt = make_runtime()
+    x = da.ones((40,), chunks=4)
+    with asafe.adaptive(rt, scheduler="sync"):
+        shipped, scaled, total = dask.compute(
+            [dask.delayed(ship)(i) for i in range(5)],
+            [dask.delayed(scale)(i) for i in range(4)],
+            (x.map_blocks(work_block) + 1).sum(),
+        )
+    assert len(shipped) == 5 and scaled == [0, 3, 6, 9] and total == 80
+    groups = set(rt.tracker._groups)
+    assert ("communication", "ship") in groups and any(t == "io" for t, _ in groups), groups
+    assert any(t == "communication" and p != "ship" for t, p in groups), groups  # the fused array layer
+    assert rt.tracker.finished >= 5 + 4 + 10  # and the array's reduction
+    assert rt.tracker.scheduled_work() == {}
+
+
+@asafe.typed(asafe.COMMUNICATION)
+def work_block(block):
+    return block.copy()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="abcdefghxyz0129-_(),'<>. éß", max_size=40))
+def test_prefix_of_a_string_key_is_key_split(key):
+    from dask.utils import key_split
+
+    from asafe.local import _prefix
+
+    assert _prefix(key) == key_split(key)
+
+
+@pytest.mark.parametrize("key", ["inc-1f3a9c0e7b2d4c6e8f0a1b2c3d4e5f60", "read-csv-0a1b", "x-deadbeef-1", "x-deadbeefs-1",
+                                 "hello-world", "ae05086432ca935f6eba409a8ecd4896", "<foo.Bar object at 0x1>-1",
+                                 "('x', 1)", "finalize-hlgfinalizecompute-12", "-x", "", b"bytes-key-1", 7, None,
+                                 "inc-5c1e4e2a-0b1c-4c0d-9a7e-1b2c3d4e5f60"])
+def test_prefix_of_known_keys(key):
+    from dask.utils import key_split
+
+    from asafe.local import _prefix
+
+    assert _prefix(key) == key_split(key)

@@ -88,7 +88,8 @@ def test_memory_is_bounded_whatever_the_graph_size():
         tracker.add("compute", f"prefix-{i}")
         tracker.finish("compute", f"prefix-{i}", 0.001)
     assert len(tracker) <= 32 + 4
-    assert len(tracker._ring_types) == len(tracker._ring_seconds) == 16
+    assert len(tracker._ring_types) == len(tracker._ring_seconds) == len(tracker._ring_counts) == 16
+    assert tracker._ring_total == 16
 
 
 @pytest.mark.parametrize(
@@ -158,3 +159,67 @@ def test_scheduled_sums_return_to_exact_zero():
     tracker.discard("compute", "inc")
     assert tracker._scheduled["compute"] == 0.0
     assert tracker.scheduled_work() == {}
+
+
+# batches: what a hot path hands over once per interval ------------------------------
+def test_ingest_applies_adds_then_finishes_per_group():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    tracker.ingest([("compute", "inc", 4, 2, 6.0), ("communication", "send", 1, 0, 0.0)])
+    assert tracker.expected_duration("compute", "inc") == 3.0  # two measurements of 3 s
+    assert tracker.scheduled_work() == {"compute": 6.0, "communication": 1.0}
+    assert tracker.measured_work() == {"compute": 6.0}
+    assert tracker.finished == 2
+
+
+def test_ingest_of_a_discarded_group_counts():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    tracker.ingest([("compute", "inc", 5, 0, 0.0)])
+    tracker.discard("compute", "inc", 3)
+    assert tracker.scheduled_work() == {"compute": 2.0}
+    tracker.discard("compute", "inc", 10)  # never below zero
+    assert tracker.scheduled_work() == {}
+    assert tracker._counts["compute"] == 0
+
+
+def test_an_aggregated_entry_leaves_the_window_at_its_mean():
+    tracker = ModeTracker(window=4, blend=1.0, default_duration=1.0)
+    tracker.ingest([("communication", "send", 3, 3, 6.0)])  # three measurements of 2 s
+    tracker.finish("compute", "inc", 1.0, scheduled=False)
+    tracker.finish("compute", "inc", 1.0, scheduled=False)  # one send measurement leaves
+    assert tracker.measured_work() == {"communication": pytest.approx(4.0), "compute": 2.0}
+    assert tracker._ring_total == 4
+    tracker.ingest([("compute", "inc", 0, 10, 5.0)])  # a batch larger than the window
+    assert tracker.measured_work() == {"compute": pytest.approx(2.0)}  # four of its ten, at 0.5 s
+    assert tracker._ring_total == 4
+
+
+batches = st.lists(
+    st.tuples(st.sampled_from(["compute", "communication"]), st.sampled_from(["a", "b"]),
+              st.integers(0, 6), st.integers(0, 6), st.sampled_from([0.0, 0.25, 1.0, 3.0])),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches)
+def test_a_batch_equals_its_events_one_by_one(stream):
+    """With equal durations within an entry, ingest() is the per-event API, exactly."""
+    batched = ModeTracker(window=7, blend=0.5, default_duration=0.5)
+    single = ModeTracker(window=7, blend=0.5, default_duration=0.5)
+    for task_type, prefix, added, finished, each in stream:
+        batched.ingest([(task_type, prefix, added, finished, finished * each)])
+        for _ in range(added):
+            single.add(task_type, prefix)
+        for _ in range(finished):
+            group = single._groups.get((task_type, prefix))
+            single.finish(task_type, prefix, each, scheduled=group is not None and group.count > 0)
+    assert batched.finished == single.finished
+    assert batched._ring_total == len(single._ring_types)
+    for name in ("scheduled_work", "measured_work"):
+        got, want = getattr(batched, name)(), getattr(single, name)()
+        assert got.keys() == want.keys()
+        for t in want:
+            assert got[t] == pytest.approx(want[t], rel=1e-9, abs=1e-12)
+    for task_type, prefix, *_ in stream:
+        assert batched.expected_duration(task_type, prefix) == pytest.approx(
+            single.expected_duration(task_type, prefix), rel=1e-9)
