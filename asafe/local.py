@@ -72,24 +72,29 @@ class _Tally:
 class _Run:
     """State of one ``get`` call: only what is in flight, never per-graph history."""
 
-    __slots__ = ("annotations", "scheduled", "started", "tallies", "by_group", "by_func", "next_flush")
+    __slots__ = ("annotations", "scheduled", "started", "tallies", "by_type", "by_func", "unannotated", "next_flush")
 
     def __init__(self, annotations: Mapping) -> None:
         self.annotations = annotations
         self.scheduled: dict = {}  # key -> its tally, from ready to finished
         self.started: dict = {}  # key -> start time, running tasks only
         self.tallies: list[_Tally] = []  # one per group seen in this run
-        self.by_group: dict = {}  # (type, prefix) -> _Tally
+        self.by_type: dict = {}  # type -> {prefix -> _Tally}
         # callable -> {key name or prefix -> _Tally}: a task's group is found
-        # from its function and key without building a tuple
+        # from its function and key without building a tuple (nothing here
+        # allocates per task: see asafe.tracker on the garbage collector)
         self.by_func: dict = {}
+        self.unannotated: dict = {}  # the same, for the keys of an annotated run without one
         self.next_flush = 0.0
 
     def tally(self, task_type: str, prefix: str) -> _Tally:
         """The tally of a group, created on first use."""
-        tally = self.by_group.get((task_type, prefix))
+        by_prefix = self.by_type.get(task_type)
+        if by_prefix is None:
+            by_prefix = self.by_type[task_type] = {}
+        tally = by_prefix.get(prefix)
         if tally is None:
-            tally = self.by_group[task_type, prefix] = _Tally(task_type, prefix)
+            tally = by_prefix[prefix] = _Tally(task_type, prefix)
             self.tallies.append(tally)
         return tally
 
@@ -202,32 +207,44 @@ class _TrackingCallback(Callback):
         name for a tuple key (shared by its layer; ``key_split(name)`` hits
         Dask's cache where ``key_split(key)`` would parse and cache every key)
         and the prefix of a string key (delayed keys are unique per task; see
-        :func:`_prefix`). A
-        fused task (``_execute_subgraph``) is cached only under a tuple key's
-        name: the tasks of a fused layer run the same subgraph, while string
-        keys of one prefix may not. Nothing is cached for a run with
-        annotations (they are per key), for a task with no function or for an
-        unhashable callable: those always come here.
+        :func:`_prefix`). A fused task (``_execute_subgraph``) is cached only
+        under a tuple key's name: the tasks of a fused layer run the same
+        subgraph, while string keys of one prefix may not. Nothing is cached
+        for a task with no function or for an unhashable callable.
+
+        A run with annotations (they are per key) leaves ``by_func`` empty, so
+        every key comes here and its annotation is looked at first; its keys
+        without one use the same cache, ``run.unannotated``, from here only.
         """
         name = key[0] if type(key) is tuple else None
-        prefix = key_split(name) if name is not None else _prefix(key)
+        cache = run.by_func
         if run.annotations:
             annotated = run.annotations.get(key)
             if annotated is not None:
+                prefix = key_split(name) if name is not None else _prefix(key)
                 return run.tally(resolve_type(annotated, None, self.default_type), prefix)
+            cache = run.unannotated
         task = dsk.get(key)
         func = getattr(task, "func", None)
+        try:
+            names = cache.get(func)
+        except TypeError:  # an unhashable callable
+            names = None
+        cache_as = name if name is not None else _prefix(key)
+        tally = names and names.get(cache_as)
+        if tally:  # a run with annotations, a key without one
+            return tally
+        prefix = key_split(name) if name is not None else cache_as
         if func is None or func is _execute_subgraph:  # the type is inside, if anywhere
             tally = run.tally(resolve_type(None, task, self.default_type), prefix)
-            cache_as = name if func is not None else None
+            if func is None or name is None:
+                return tally
         else:
             tally = run.tally(type_of_callable(func) or self.default_type, prefix)
-            cache_as = name or prefix
-        if cache_as is not None and not run.annotations:
-            try:
-                run.by_func.setdefault(func, {})[cache_as] = tally
-            except TypeError:  # an unhashable callable
-                pass
+        try:
+            cache.setdefault(func, {})[cache_as] = tally
+        except TypeError:  # an unhashable callable
+            pass
         return tally
 
 

@@ -254,3 +254,21 @@ def test_prefix_of_known_keys(key):
     from asafe.local import _prefix
 
     assert _prefix(key) == key_split(key)
+
+
+def test_annotated_and_unannotated_tasks_of_one_function_keep_their_types():
+    def load(i):
+        time.sleep(0.001)
+        return i
+
+    rt = make_runtime(blend=1.0, window=64)
+    with asafe.adaptive(rt, scheduler="sync"):
+        plain = [dask.delayed(load, pure=False)(i) for i in range(6)]
+        with asafe.task_type("io"):
+            loaded = [dask.delayed(load, pure=False)(i) for i in range(6)]
+        dask.compute(plain, loaded, [dask.delayed(load, pure=False)(i) for i in range(6)])
+    groups = {group: g.count for group, g in rt.tracker._groups.items()}
+    assert set(groups) == {("compute", "load"), ("io", "load")}
+    measured = rt.tracker.measured_work()
+    assert measured["compute"] == pytest.approx(2 * measured["io"], rel=0.5)  # 12 plain, 6 io tasks
+    assert rt.tracker.finished == 18 and rt.tracker.scheduled_work() == {}
