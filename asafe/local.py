@@ -113,22 +113,18 @@ class _Run:
 class _TrackingCallback(Callback):
     """Feeds scheduler events of Dask's local schedulers to a runtime's tracker.
 
-    The hooks run on the scheduler's loop, between Dask's own steps, where the
-    cost of Python code is set by the memory it touches more than by its
-    operations (a posttask body of 0.2 us in a warm loop takes about 1 us
-    there). So they touch little: a task's tally (per ``(type, prefix)``
+    The hooks run on the scheduler's loop, between Dask's own steps, where
+    Python code runs several times slower than in a warm loop: its cost is set
+    by the memory it touches (and tuple keys are hashed again at every dict
+    operation) more than by its operations. So the hooks touch little: a task's tally (per ``(type, prefix)``
     group) is found once, when the task becomes ready, from its function and
     its key's name (:meth:`_tally_of`) and kept in ``scheduled`` until it
     finishes; start times live in ``started`` while tasks run. Each run's state
     rides in Dask's own per-run ``state`` dict (under :data:`_RUN`).
 
     The tallies go to the tracker once per ``interval`` in one small batch (a
-    few groups). The work is spread over the tasks on purpose: designs that
-    buffered events and processed them at each flush (about 200 tasks at once
-    every 10 ms, holding the GIL for 0.2 ms) measured +5% to +9% on the
-    threaded scheduler with ``python -m benchmarks overhead``, far more than
-    their own time, where the same work spread over the tasks costs about what
-    it takes (docs/results/overhead).
+    few groups), so the tracker does no work per task. What this costs is
+    measured with ``python -m benchmarks overhead`` (docs/results/overhead).
     """
 
     def __init__(self, runtime: AdaptiveRuntime) -> None:
@@ -252,8 +248,8 @@ def _prefix(key: Any) -> str:
     """``dask.utils.key_split(key)``, without parsing a fresh delayed key.
 
     ``key_split`` is cached per key, and a delayed key (``"inc-<token>"``) is
-    new in every graph: parsing it costs about 1 us, as much as the rest of a
-    task's tracking. Its result is built from the first ``-``-separated word,
+    new in every graph: a run of delayed tasks would parse every key (a split,
+    a regular expression) and fill Dask's cache with them. Its result is built from the first ``-``-separated word,
     extended by the following words while they are alphabetic and not 8-letter
     hex; when the second word does not extend it (a token), the prefix is the
     prefix of the first word, which ``key_split`` has cached (a few per graph).
