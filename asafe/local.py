@@ -116,11 +116,12 @@ class _TrackingCallback(Callback):
     The hooks run on the scheduler's loop, between Dask's own steps, where
     Python code runs several times slower than in a warm loop: its cost is set
     by the memory it touches (and tuple keys are hashed again at every dict
-    operation) more than by its operations. So the hooks touch little: a task's tally (per ``(type, prefix)``
-    group) is found once, when the task becomes ready, from its function and
-    its key's name (:meth:`_tally_of`) and kept in ``scheduled`` until it
-    finishes; start times live in ``started`` while tasks run. Each run's state
-    rides in Dask's own per-run ``state`` dict (under :data:`_RUN`).
+    operation) more than by its operations. So the hooks touch little: a
+    task's tally (per ``(type, prefix)`` group) is found once, when the task
+    becomes ready, from its function and its key's name (:meth:`_tally_of`),
+    and kept in ``scheduled`` until it finishes; start times live in
+    ``started`` while tasks run. Each run's state rides in Dask's own per-run
+    ``state`` dict (under :data:`_RUN`).
 
     The tallies go to the tracker once per ``interval`` in one small batch (a
     few groups), so the tracker does no work per task. What this costs is
