@@ -143,12 +143,7 @@ class ModeTracker:
         """
         duration = max(float(duration), 0.0)
         with self._lock:
-            group = self._group(task_type, prefix)
-            if scheduled and group.count > 0:
-                self._unschedule(group, 1)
-            self._learn(group, duration, 1)
-            self._push(task_type, duration, 1)
-            self.finished += 1
+            self._complete(self._group(task_type, prefix), 1, duration, scheduled)
             self._evict()
 
     def discard(self, task_type: str, prefix: str, count: int = 1) -> None:
@@ -181,7 +176,6 @@ class ModeTracker:
         {'compute': 6.0, 'communication': 1.0}
         """
         with self._lock:
-            total = 0
             for task_type, prefix, added, finished, seconds in batch:
                 if not (added or finished):
                     continue
@@ -189,13 +183,7 @@ class ModeTracker:
                 if added:
                     self._schedule(group, added)
                 if finished:
-                    if group.count:
-                        self._unschedule(group, min(finished, group.count))
-                    seconds = seconds if seconds > 0.0 else 0.0
-                    self._learn(group, seconds / finished, finished)
-                    self._push(task_type, seconds, finished)
-                    total += finished
-            self.finished += total
+                    self._complete(group, finished, seconds if seconds > 0.0 else 0.0, True)
             if len(self._groups) > self.max_groups:
                 self._evict()
 
@@ -269,6 +257,14 @@ class ModeTracker:
             self._scheduled[task_type] = 0.0
         else:
             self._scheduled[task_type] -= n * group.expected
+
+    def _complete(self, group: _Group, n: int, seconds: float, scheduled: bool) -> None:
+        # n tasks of the group finished after ``seconds`` of work in total
+        if scheduled and group.count:
+            self._unschedule(group, min(n, group.count))
+        self._learn(group, seconds / n, n)
+        self._push(group.task_type, seconds, n)
+        self.finished += n
 
     def _learn(self, group: _Group, duration: float, n: int) -> None:
         # n measurements of ``duration``: n steps of new = (old + duration) / 2
