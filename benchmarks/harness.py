@@ -196,15 +196,12 @@ class Measurement:
         )
         if failed is not None or len(samples) == 0:
             nan = math.nan
-            return cls(samples=[], n=0, median=nan, ci95=(nan, nan), ci_coverage=nan, ci_exact=False,
-                       p95=nan, p99=nan, min=nan, max=nan, mean=nan, spread=nan,
-                       **{**common, "reached_target": False})
-        s = stats.summarize(samples)
-        return cls(
-            samples=[float(v) for v in samples], n=s.n, median=s.median, ci95=s.ci95,
-            ci_coverage=s.ci_coverage, ci_exact=s.ci_exact, p95=s.p95, p99=s.p99, min=s.min,
-            max=s.max, mean=s.mean, spread=s.spread, **common,
-        )
+            empty = {field.name: nan for field in dataclasses.fields(stats.Summary)}
+            empty.update(n=0, ci95=(nan, nan), ci_exact=False)
+            return cls(samples=[], **empty, **{**common, "reached_target": False})
+        summary = stats.summarize(samples)  # its fields are the first of a Measurement
+        described = {field.name: getattr(summary, field.name) for field in dataclasses.fields(stats.Summary)}
+        return cls(samples=[float(v) for v in samples], **described, **common)
 
     @property
     def ok(self) -> bool:
