@@ -3,8 +3,13 @@
 ``compression/`` is a top-level folder of the repository but is installed as the
 subpackage ``asafe.compression``: since Python 3.14 the standard library owns the
 top-level name ``compression``, so a top-level package of that name would be shadowed.
+
+``asafe._hotpath`` (``asafe/_hotpath.c``) is the compiled per-task hook of Dask's
+local schedulers. It is optional: where no C compiler is found the build goes on
+without it and ``asafe.local`` uses its pure-Python hooks (the same events, a
+higher cost per task).
 """
-from setuptools import setup
+from setuptools import Extension, setup
 
 install_requires = [
     "numpy>=1.24",
@@ -42,6 +47,7 @@ setup(
     packages=["asafe", "asafe.compression"],
     package_dir={"asafe": "asafe", "asafe.compression": "compression"},
     package_data={"asafe": ["asafe.yaml"]},
+    ext_modules=[Extension("asafe._hotpath", ["asafe/_hotpath.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
     entry_points={"console_scripts": ["asafe=asafe.cli:main"]},

@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - older Dask
     _execute_subgraph = None
 
 from . import board
+from .config import _boolean
 from .runtime import AdaptiveRuntime
 from .types import ANNOTATION, resolve_type, type_of_callable
 
@@ -55,7 +56,13 @@ _run = threading.local()  # per calling thread: the annotations of the pending c
 _RUN = "asafe-run"  # the key of a run's _Run in Dask's per-run ``state`` dict
 
 
-class _Tally:
+try:  # the compiled hooks (asafe/_hotpath.c), optional: see _TrackingCallback
+    from . import _hotpath
+except ImportError:  # built without a C compiler: the pure-Python hooks
+    _hotpath = None
+
+
+class _PyTally:
     """Events of one (type, prefix) group in one run since the last flush."""
 
     __slots__ = ("task_type", "prefix", "added", "finished", "seconds", "in_flight")
@@ -69,23 +76,38 @@ class _Tally:
         self.in_flight = 0  # added minus finished up to the last flush
 
 
-class _Run:
-    """State of one ``get`` call: only what is in flight, never per-graph history."""
+class _PyRunState:
+    """What the hooks touch per task in one run (``_hotpath.RunState`` in C)."""
 
-    __slots__ = ("annotations", "scheduled", "started", "tallies", "by_type", "by_func", "unannotated", "next_flush")
+    __slots__ = ("scheduled", "started", "by_func", "next_flush")
 
-    def __init__(self, annotations: Mapping) -> None:
-        self.annotations = annotations
+    def __init__(self) -> None:
         self.scheduled: dict = {}  # key -> its tally, from ready to finished
         self.started: dict = {}  # key -> start time, running tasks only
-        self.tallies: list[_Tally] = []  # one per group seen in this run
-        self.by_type: dict = {}  # type -> {prefix -> _Tally}
         # callable -> {key name or prefix -> _Tally}: a task's group is found
         # from its function and key without building a tuple (nothing here
         # allocates per task: see asafe.tracker on the garbage collector)
         self.by_func: dict = {}
-        self.unannotated: dict = {}  # the same, for the keys of an annotated run without one
         self.next_flush = 0.0
+
+
+# The compiled types where built: both hooks use them (the Python hooks only
+# read and write their attributes), the compiled ones need them.
+_Tally = _hotpath.Tally if _hotpath is not None else _PyTally
+_RunState = _hotpath.RunState if _hotpath is not None else _PyRunState
+
+
+class _Run(_RunState):
+    """State of one ``get`` call: only what is in flight, never per-graph history."""
+
+    __slots__ = ("annotations", "tallies", "by_type", "unannotated")
+
+    def __init__(self, annotations: Mapping) -> None:
+        super().__init__()
+        self.annotations = annotations
+        self.tallies: list = []  # one _Tally per group seen in this run
+        self.by_type: dict = {}  # type -> {prefix -> _Tally}
+        self.unannotated: dict = {}  # as by_func, for the keys of an annotated run without one
 
     def tally(self, task_type: str, prefix: str) -> _Tally:
         """The tally of a group, created on first use."""
@@ -124,8 +146,15 @@ class _TrackingCallback(Callback):
     ``state`` dict (under :data:`_RUN`).
 
     The tallies go to the tracker once per ``interval`` in one small batch (a
-    few groups), so the tracker does no work per task. What this costs is
-    measured with ``python -m benchmarks overhead`` (docs/results/overhead).
+    few groups), so the tracker does no work per task.
+
+    ``pretask`` and ``posttask`` are compiled where ``asafe._hotpath`` was built
+    (``asafe/_hotpath.c``, the same steps on the same objects without the
+    interpreter's frames) and ``asafe.local.compiled-hooks`` is true; the
+    methods below are the reference and the fallback, and call no different
+    slow path: the compiled hooks call back :meth:`_resolve` and
+    :meth:`_flush`. What either costs is measured with ``python -m benchmarks
+    overhead`` (docs/results/overhead).
     """
 
     def __init__(self, runtime: AdaptiveRuntime) -> None:
@@ -134,16 +163,27 @@ class _TrackingCallback(Callback):
         self.tracker = runtime.tracker
         self.default_type = runtime.default_type
         self.interval = runtime.interval
+        #: Whether the compiled hooks run (configured, and built).
+        self.compiled = _hotpath is not None and _compiled_hooks_configured()
+        if self.compiled:  # instance attributes shadow the methods for Dask's Callback
+            hooks = _hotpath.Hooks(self._resolve, self._flush, _prefix, perf_counter)
+            self._pretask = hooks.pretask
+            self._posttask = hooks.posttask
+            self._schedule = hooks.schedule
 
     # Dask's local schedulers call these on the thread that called compute,
     # with one ``state`` dict per run.
     def _start_state(self, dsk: Mapping, state: dict) -> None:
         run = state[_RUN] = _Run(getattr(_run, "annotations", None) or {})
+        self._schedule(run, state["ready"], dsk)
+        self._flush(run, time.perf_counter())
+
+    def _schedule(self, run: _Run, keys: Any, dsk: Mapping) -> None:
+        """Count every task of ``keys`` as scheduled in its tally."""
         scheduled = run.scheduled
-        for key in state["ready"]:
+        for key in keys:
             tally = scheduled[key] = self._tally_of(run, key, dsk)
             tally.added += 1
-        self._flush(run, time.perf_counter())
 
     def _pretask(self, key: Any, dsk: Mapping, state: dict) -> None:
         state[_RUN].started[key] = perf_counter()
@@ -243,6 +283,15 @@ class _TrackingCallback(Callback):
         except TypeError:  # an unhashable callable
             pass
         return tally
+
+
+def _compiled_hooks_configured() -> bool:
+    """``asafe.local.compiled-hooks``, validated."""
+    value = dask.config.get("asafe.local.compiled-hooks", True)
+    try:
+        return _boolean(value)
+    except ValueError:
+        raise ValueError(f"asafe.local.compiled-hooks must be true or false, got {value!r}") from None
 
 
 def _prefix(key: Any) -> str:

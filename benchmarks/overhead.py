@@ -1,6 +1,6 @@
 """The ``overhead`` suite: what asafe's tracking costs the schedulers it watches.
 
-``python -m benchmarks overhead [--quick] [--section NAME ...] [--floor] [--clock wall|cpu]``
+``python -m benchmarks overhead [--quick] [--section NAME ...] [--floor] [--python-hooks] [--clock wall|cpu]``
 
 Headline (sections ``threads`` and ``sync``)
     ``dask.compute`` of one graph of 20,000 trivial tasks, built once and reused:
@@ -19,7 +19,11 @@ Headline (sections ``threads`` and ``sync``)
     also has to show that the tracker saw every task (an overhead of zero from a
     tracker that is not wired in would be a lie). ``--floor`` adds a third variant,
     ``noop-callbacks``: Dask with a :class:`dask.callbacks.Callback` whose four hooks
-    do nothing, i.e. the cost of Dask's callback mechanism alone.
+    do nothing, i.e. the cost of Dask's callback mechanism alone. ``adaptive`` runs
+    the per-task hooks that a user gets by default: compiled (``asafe._hotpath``)
+    where it was built, recorded as ``hooks`` in the parameters;
+    ``--python-hooks`` adds ``adaptive-python``, the same with the pure-Python
+    hooks (``asafe.local.compiled-hooks: false``), measured in the same rounds.
 
     Reported: medians with 95% CIs, the ratio ``adaptive / plain`` with its
     bootstrap interval and a Mann-Whitney test, the per-task overhead, and the
@@ -176,6 +180,13 @@ def _runtime_settings(rt: Any) -> dict[str, Any]:
     }
 
 
+def _default_hooks(rt: Any) -> str:
+    """Which per-task hooks the ``adaptive`` variant runs: what a user gets by default."""
+    from asafe.local import _TrackingCallback
+
+    return "compiled (asafe._hotpath)" if _TrackingCallback(rt).compiled else "python"
+
+
 def _noop_callback() -> Any:
     from dask.callbacks import Callback
 
@@ -185,7 +196,8 @@ def _noop_callback() -> Any:
     return Callback(start=nothing, start_state=nothing, pretask=nothing, posttask=nothing, finish=nothing)
 
 
-def _variants(scheduler: str, total: Any, n_tasks: int, floor: bool) -> tuple[dict[str, Callable[[], Any]], Callable[[str, Any], None], Any]:
+def _variants(scheduler: str, total: Any, n_tasks: int, floor: bool,
+              python_hooks: bool = False) -> tuple[dict[str, Callable[[], Any]], Callable[[str, Any], None], Any]:
     """The variants of one scheduler section, their check, and the runtime."""
     import asafe
     import dask
@@ -203,6 +215,12 @@ def _variants(scheduler: str, total: Any, n_tasks: int, floor: bool) -> tuple[di
         return value, rt.tracker.finished - before
 
     variants: dict[str, Callable[[], Any]] = {"plain": plain, "adaptive": adaptive}
+    if python_hooks:
+        def adaptive_python() -> tuple[int, int]:
+            with dask.config.set({"asafe.local.compiled-hooks": False}):
+                return adaptive()
+
+        variants["adaptive-python"] = adaptive_python
     if floor:
         callback = _noop_callback()
 
@@ -216,8 +234,8 @@ def _variants(scheduler: str, total: Any, n_tasks: int, floor: bool) -> tuple[di
         value, tracked = result
         if value != expected:
             raise AssertionError(f"{name}: dask.compute returned {value!r}, expected {expected}")
-        if name == "adaptive" and tracked != n_tasks:
-            raise AssertionError(f"adaptive: the tracker saw {tracked} finished tasks, expected {n_tasks}")
+        if name.startswith("adaptive") and tracked != n_tasks:
+            raise AssertionError(f"{name}: the tracker saw {tracked} finished tasks, expected {n_tasks}")
 
     return variants, check, rt
 
@@ -237,7 +255,7 @@ def _scheduler_section(ctx: Context, scheduler: str, title: str) -> None:
     import dask
 
     total, n_tasks = build_graph(ctx.n_tasks)
-    variants, check, rt = _variants(scheduler, total, n_tasks, ctx.args.floor)
+    variants, check, rt = _variants(scheduler, total, n_tasks, ctx.args.floor, ctx.args.python_hooks)
     print(f"\n== {title}: dask.compute of {n_tasks:,} trivial tasks, scheduler={scheduler!r}, "
           f"{ctx.args.clock} clock ==", flush=True)
     started = time.perf_counter()
@@ -249,7 +267,7 @@ def _scheduler_section(ctx: Context, scheduler: str, title: str) -> None:
     parameters = {
         "scheduler": scheduler, "n_tasks": n_tasks, "graph": "L inc leaves + binary add tree + final inc",
         "num_workers": dask.config.get("num_workers", None) or os.cpu_count(),
-        "runtime": _runtime_settings(rt), "wall_s": wall,
+        "runtime": _runtime_settings(rt), "wall_s": wall, "hooks": _default_hooks(rt),
         "measured": "whole dask.compute call (graph optimization, ordering, scheduling, tasks); "
                     "first call of each variant is the warm-up, reported apart",
         "clock": "wall: time.perf_counter" if ctx.args.clock == "wall" else "cpu: time.process_time (all threads)",
@@ -280,12 +298,13 @@ def _scheduler_section(ctx: Context, scheduler: str, title: str) -> None:
         print(f"  target <= {100 * (TARGET_SLOWDOWN - 1):.0f}% slower: {result} (on the ratio of medians)")
         if result != "met":
             ctx.results.warn(f"{title}: overhead target not shown to be met ({result})", kind="TARGET")
-        floor = measurements.get("noop-callbacks")
-        if floor is not None and floor.ok:
-            record["floor"] = speedup(plain, floor)
-            print(f"  noop-callbacks / plain = {record['floor'].slowdown:.3f} "
-                  f"[{record['floor'].slowdown_ci95[0]:.3f}, {record['floor'].slowdown_ci95[1]:.3f}] "
-                  f"(Dask's callback mechanism alone)")
+        for name, field, what in (("noop-callbacks", "floor", "Dask's callback mechanism alone"),
+                                  ("adaptive-python", "python_hooks", "the pure-Python hooks")):
+            other = measurements.get(name)
+            if other is not None and other.ok:
+                record[field] = speedup(plain, other)
+                print(f"  {name} / plain = {record[field].slowdown:.3f} [{record[field].slowdown_ci95[0]:.3f}, "
+                      f"{record[field].slowdown_ci95[1]:.3f}] ({what})")
     ctx.results.add(scheduler, record)
     ctx.figures[title] = measurements
 
@@ -416,6 +435,8 @@ def _parser() -> argparse.ArgumentParser:
                              "sensitive to other tenants of a shared machine")
     parser.add_argument("--floor", action="store_true",
                         help="also measure Dask with no-op callbacks (the callback mechanism's own cost)")
+    parser.add_argument("--python-hooks", action="store_true",
+                        help="also measure asafe with its pure-Python per-task hooks (adaptive-python)")
     return parser
 
 
@@ -429,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results.set_environment(suite_options={"sections": names, "n_tasks": n_tasks, "quick": args.quick,
                                            "max_seconds": max_seconds, "rel_ci": args.rel_ci,
                                            "min_samples": args.min_samples, "floor": args.floor,
+                                           "python_hooks": args.python_hooks,
                                            "clock": args.clock})
     ctx = Context(args, results, n_tasks, max_seconds, args.rel_ci, args.min_samples)
     print(f"overhead suite: sections {', '.join(names)}; {n_tasks:,} tasks; budget {max_seconds:g} s "

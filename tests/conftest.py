@@ -8,8 +8,11 @@ which lacks ``asafe.compression``).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,3 +31,20 @@ def _load_benchmarks() -> None:
 
 
 _load_benchmarks()
+
+
+@pytest.fixture(scope="session")
+def hotpath():
+    """``asafe._hotpath``, the compiled hooks: skipped where it was not built.
+
+    ``ASAFE_TEST_REQUIRE_COMPILED=1`` (set by ``.ci/run``) makes a missing build a
+    failure instead, so that CI cannot pass on the fallback alone.
+    """
+    from asafe import local
+
+    if local._hotpath is None:
+        message = "asafe._hotpath was not built (no C compiler at install time?)"
+        if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
+            pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
+        pytest.skip(message)
+    return local._hotpath

@@ -25,6 +25,15 @@ def work(i, previous=None):
     return asafe.is_on("compression")
 
 
+@pytest.fixture(scope="module", autouse=True, params=["compiled", "python"])
+def hooks(request):
+    """Every test here runs on both per-task hooks: compiled (asafe._hotpath) and pure Python."""
+    if request.param == "compiled":
+        request.getfixturevalue("hotpath")
+    with dask.config.set({"asafe.local.compiled-hooks": request.param == "compiled"}):
+        yield request.param
+
+
 def make_runtime(**kwargs):
     opts = [Optimization("compression", Hysteresis(alpha=0.5, beta=2.0))]
     settings = {"window": 32, "dwell": 0, "dwell_tasks": 0, "interval": 0, "signals": False, **kwargs}
