@@ -148,13 +148,14 @@ class _TrackingCallback(Callback):
     The tallies go to the tracker once per ``interval`` in one small batch (a
     few groups), so the tracker does no work per task.
 
-    ``pretask`` and ``posttask`` are compiled where ``asafe._hotpath`` was built
-    (``asafe/_hotpath.c``, the same steps on the same objects without the
-    interpreter's frames) and ``asafe.local.compiled-hooks`` is true; the
-    methods below are the reference and the fallback, and call no different
-    slow path: the compiled hooks call back :meth:`_resolve` and
-    :meth:`_flush`. What either costs is measured with ``python -m benchmarks
-    overhead`` (docs/results/overhead).
+    The per-task steps (``pretask``, ``posttask`` and the loop of
+    :meth:`_schedule`) are compiled where ``asafe._hotpath`` was built
+    (``asafe/_hotpath.c``: the same steps on the same objects, without the
+    interpreter's frames) and ``asafe.local.compiled-hooks`` is true. The
+    methods below are the reference and the fallback; both take the same slow
+    path, as the compiled hooks call back :meth:`_resolve` and :meth:`_flush`.
+    What either costs is measured with ``python -m benchmarks overhead
+    --python-hooks`` (docs/results/overhead).
     """
 
     def __init__(self, runtime: AdaptiveRuntime) -> None:
