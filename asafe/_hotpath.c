@@ -344,6 +344,18 @@ error:
     return NULL;
 }
 
+/* ``group`` (a new reference, stolen) as the Tally of key, or NULL with a TypeError. */
+static Tally *
+checked_tally(PyObject *group, PyObject *key)
+{
+    if (!PyObject_TypeCheck(group, &TallyType)) {
+        PyErr_Format(PyExc_TypeError, "asafe: the group of %R is a %s, not a Tally", key, Py_TYPE(group)->tp_name);
+        Py_DECREF(group);
+        return NULL;
+    }
+    return (Tally *)group;
+}
+
 /* A task's tally: ``names.get(name)`` where the cache has one, else resolve(run, key, dsk).
  * A new reference. The same lookup as _TrackingCallback._tally_of. */
 static Tally *
@@ -383,12 +395,7 @@ tally_of(Hooks *self, RunState *run, PyObject *key, PyObject *dsk)
             return NULL;
         }
     }
-    if (!PyObject_TypeCheck(tally, &TallyType)) {
-        PyErr_Format(PyExc_TypeError, "asafe: the group of %R is a %s, not a Tally", key, Py_TYPE(tally)->tp_name);
-        Py_DECREF(tally);
-        return NULL;
-    }
-    return (Tally *)tally;
+    return checked_tally(tally, key);
 }
 
 /* Pop key from a dict: a new reference, or NULL with no error when absent. */
@@ -545,18 +552,14 @@ Hooks_posttask(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     /* the finished task's tally: scheduled.pop(key) or the lookup */
-    tally = (Tally *)pop_item(run->scheduled, key);
-    if (tally == NULL) {
-        if (PyErr_Occurred()) {
-            goto done;
-        }
-        tally = tally_of(self, run, key, dsk);
-        if (tally == NULL) {
-            goto done;
-        }
+    PyObject *popped = pop_item(run->scheduled, key);
+    if (popped != NULL) {
+        tally = checked_tally(popped, key);
     }
-    else if (!PyObject_TypeCheck(tally, &TallyType)) {
-        PyErr_Format(PyExc_TypeError, "asafe: the group of %R is a %s, not a Tally", key, Py_TYPE(tally)->tp_name);
+    else if (!PyErr_Occurred()) {
+        tally = tally_of(self, run, key, dsk);
+    }
+    if (tally == NULL) {
         goto done;
     }
     tally->finished += 1;
