@@ -15,14 +15,28 @@
  *   Python side reads and writes as attributes;
  * - ``RunState``: the base of ``asafe.local._Run``, holding the dicts the hooks
  *   touch per task (``scheduled``, ``started``, ``by_func``) and ``next_flush``;
- * - ``Hooks(resolve, flush, prefix, clock)``: ``pretask`` and ``posttask``.
- *   Everything off the common path stays in Python and is called back:
- *   ``resolve(run, key, dsk)`` (a task whose group is not cached),
- *   ``flush(run, now)`` (once per interval), ``prefix(key)`` (string keys) and
- *   ``clock()`` (time.perf_counter, so both paths share one clock).
+ * - ``Hooks(resolve, flush, prefix, clock=None)``: ``schedule``, ``pretask``,
+ *   ``posttask`` and ``forget``. Everything off the common path stays in Python
+ *   and is called back: ``resolve(run, key, dsk)`` (a task whose group is not
+ *   cached), ``flush(run, now)`` (once per interval) and ``prefix(key)`` (string
+ *   keys). The clock is time.perf_counter's own, read directly (``clock=None``)
+ *   so both paths share one clock; tests pass a callable instead.
+ *
+ * Three things differ from the Python hooks, all to touch less per task (each
+ * was measured with cachegrind, see the docstring of _TrackingCallback):
+ *
+ * - a scheduled task's value in ``run.scheduled`` is a private ``Entry`` (its
+ *   Tally and, once it runs, its start time) rather than the Tally itself, so
+ *   ``pretask`` updates the entry it finds instead of inserting into
+ *   ``run.started`` and ``posttask`` pops one dict instead of two (``started`` is
+ *   used only for a task that runs without having been scheduled);
+ * - the run of the last ``state`` is cached (with a reference to both) instead of
+ *   looking up ``state["asafe-run"]`` twice per task; ``forget()`` drops it at the
+ *   end of a run;
+ * - the clock is read without a call through Python or a float object.
  *
  * asafe/local.py is the reference: the Python hooks are the fallback where this
- * module is not built, and the test suite runs both and compares them.
+ * module is not built, and the test suite runs both and compares what they count.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -123,12 +137,96 @@ static PyTypeObject TallyType = {
     .tp_members = Tally_members,
 };
 
+/* ------------------------------------------------------------------ Entry */
+
+/* A scheduled task in run.scheduled: its Tally and, once pretask has seen it, its
+ * start time. Not tracked by the garbage collector: an Entry references only a
+ * Tally, which references only its group's names (strings), so no reference cycle
+ * can pass through one, and the collector's bookkeeping would be paid per task. */
+typedef struct {
+    PyObject_HEAD
+    Tally *tally;
+    double start;
+    int started; /* whether start is set */
+} Entry;
+
+static PyTypeObject EntryType;
+
+static void
+Entry_dealloc(Entry *self)
+{
+    Py_XDECREF(self->tally);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Entry_repr(Entry *self)
+{
+    if (self->started) {
+        PyObject *start = PyFloat_FromDouble(self->start);
+        if (start == NULL) {
+            return NULL;
+        }
+        PyObject *repr = PyUnicode_FromFormat("Entry(%R, start=%R)", (PyObject *)self->tally, start);
+        Py_DECREF(start);
+        return repr;
+    }
+    return PyUnicode_FromFormat("Entry(%R)", (PyObject *)self->tally);
+}
+
+static PyObject *
+Entry_get_tally(Entry *self, void *Py_UNUSED(closure))
+{
+    Py_INCREF(self->tally);
+    return (PyObject *)self->tally;
+}
+
+static PyObject *
+Entry_get_start(Entry *self, void *Py_UNUSED(closure))
+{
+    if (!self->started) {
+        Py_RETURN_NONE;
+    }
+    return PyFloat_FromDouble(self->start);
+}
+
+static PyGetSetDef Entry_getset[] = {
+    {"tally", (getter)Entry_get_tally, NULL, "The task's Tally.", NULL},
+    {"start", (getter)Entry_get_start, NULL, "When the task started (None before pretask).", NULL},
+    {NULL}
+};
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "asafe._hotpath.Entry",
+    .tp_doc = PyDoc_STR("A scheduled task in run.scheduled (compiled hooks): its Tally and start time."),
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Entry_dealloc,
+    .tp_repr = (reprfunc)Entry_repr,
+    .tp_getset = Entry_getset,
+};
+
+/* A new Entry of tally (a new reference to both). */
+static Entry *
+new_entry(Tally *tally)
+{
+    Entry *entry = PyObject_New(Entry, &EntryType);
+    if (entry != NULL) {
+        Py_INCREF(tally);
+        entry->tally = tally;
+        entry->start = 0.0;
+        entry->started = 0;
+    }
+    return entry;
+}
+
 /* --------------------------------------------------------------- RunState */
 
 typedef struct {
     PyObject_HEAD
-    PyObject *scheduled; /* key -> its Tally, from ready to finished */
-    PyObject *started;   /* key -> start time (float), running tasks only */
+    PyObject *scheduled; /* key -> its Entry (Tally in the Python hooks), from ready to finished */
+    PyObject *started;   /* key -> start time (float), running tasks that have no entry */
     PyObject *by_func;   /* callable -> {key name or prefix -> Tally} */
     double next_flush;
 } RunState;
@@ -180,8 +278,9 @@ RunState_dealloc(RunState *self)
 }
 
 static PyMemberDef RunState_members[] = {
-    {"scheduled", T_OBJECT, offsetof(RunState, scheduled), READONLY, "key -> its tally, from ready to finished."},
-    {"started", T_OBJECT, offsetof(RunState, started), READONLY, "key -> start time, running tasks only."},
+    {"scheduled", T_OBJECT, offsetof(RunState, scheduled), READONLY, "key -> its entry (compiled hooks) or tally (Python hooks), from ready to finished."},
+    {"started", T_OBJECT, offsetof(RunState, started), READONLY,
+     "key -> start time of a running task (compiled hooks: only one that has no entry)."},
     {"by_func", T_OBJECT, offsetof(RunState, by_func), READONLY, "callable -> {key name or prefix -> tally}."},
     {"next_flush", T_DOUBLE, offsetof(RunState, next_flush), 0, "When the tallies next go to the tracker."},
     {NULL}
@@ -207,21 +306,24 @@ typedef struct {
     PyObject *resolve; /* resolve(run, key, dsk) -> Tally: the slow path */
     PyObject *flush;   /* flush(run, now): the tallies to the tracker */
     PyObject *prefix;  /* prefix(key) -> str, for keys that are not tuples */
-    PyObject *clock;   /* clock() -> float (time.perf_counter) */
+    PyObject *clock;   /* clock() -> float, or NULL: time.perf_counter's clock, read directly */
+    PyObject *state;   /* the last state dict seen, or NULL ... */
+    RunState *run;     /* ... and its state["asafe-run"]: held until forget() */
 } Hooks;
 
 static int
 Hooks_init(Hooks *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"resolve", "flush", "prefix", "clock", NULL};
-    PyObject *resolve, *flush, *prefix, *clock;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO:Hooks", kwlist, &resolve, &flush, &prefix, &clock)) {
+    PyObject *resolve, *flush, *prefix, *clock = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:Hooks", kwlist, &resolve, &flush, &prefix, &clock)) {
         return -1;
     }
     PyObject *given[] = {resolve, flush, prefix, clock};
     for (int i = 0; i < 4; i++) {
-        if (!PyCallable_Check(given[i])) {
-            PyErr_Format(PyExc_TypeError, "Hooks() argument '%s' must be callable, got %R", kwlist[i], given[i]);
+        if (!PyCallable_Check(given[i]) && !(i == 3 && clock == Py_None)) {
+            PyErr_Format(PyExc_TypeError, "Hooks() argument '%s' must be callable%s, got %R", kwlist[i],
+                         i == 3 ? " or None" : "", given[i]);
             return -1;
         }
     }
@@ -231,8 +333,10 @@ Hooks_init(Hooks *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->flush, flush);
     Py_INCREF(prefix);
     Py_XSETREF(self->prefix, prefix);
-    Py_INCREF(clock);
-    Py_XSETREF(self->clock, clock);
+    Py_XINCREF(clock == Py_None ? NULL : clock);
+    Py_XSETREF(self->clock, clock == Py_None ? NULL : clock);
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->run);
     return 0;
 }
 
@@ -243,6 +347,8 @@ Hooks_traverse(Hooks *self, visitproc visit, void *arg)
     Py_VISIT(self->flush);
     Py_VISIT(self->prefix);
     Py_VISIT(self->clock);
+    Py_VISIT(self->state);
+    Py_VISIT(self->run);
     return 0;
 }
 
@@ -253,6 +359,8 @@ Hooks_clear(Hooks *self)
     Py_CLEAR(self->flush);
     Py_CLEAR(self->prefix);
     Py_CLEAR(self->clock);
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->run);
     return 0;
 }
 
@@ -282,27 +390,60 @@ get_item(PyObject *mapping, PyObject *key)
     return PyObject_GetItem(mapping, key);
 }
 
-/* state["asafe-run"], which must be a RunState: a new reference. */
+/* state["asafe-run"], which must be a RunState: a new reference. The run of the
+ * last state is cached; holding a reference to that state keeps its identity
+ * from being reused by another dict while it is cached. Dask sets the run once
+ * per state (start_state) and a run ends with forget(). */
 static RunState *
-run_of(PyObject *state)
+run_of(Hooks *self, PyObject *state)
 {
-    PyObject *run = get_item(state, str_run);
-    if (run != NULL && !PyObject_TypeCheck(run, &RunStateType)) {
-        PyErr_Format(PyExc_TypeError, "asafe: state[%R] is a %s, not an asafe run", str_run, Py_TYPE(run)->tp_name);
-        Py_CLEAR(run);
+    if (state != self->state || self->run == NULL) {
+        PyObject *run = get_item(state, str_run);
+        if (run == NULL) {
+            return NULL;
+        }
+        if (!PyObject_TypeCheck(run, &RunStateType)) {
+            PyErr_Format(PyExc_TypeError, "asafe: state[%R] is a %s, not an asafe run", str_run,
+                         Py_TYPE(run)->tp_name);
+            Py_DECREF(run);
+            return NULL;
+        }
+        Py_INCREF(state);
+        Py_XSETREF(self->state, state);
+        Py_XSETREF(self->run, (RunState *)run);
     }
-    return (RunState *)run;
+    Py_INCREF(self->run);
+    return self->run;
 }
 
-static PyObject *
-now_of(Hooks *self)
+/* The clock, in seconds: time.perf_counter's clock read directly, or clock(). */
+static int
+now_of(Hooks *self, double *now)
 {
-    PyObject *now = PyObject_CallNoArgs(self->clock);
-    if (now != NULL && !PyFloat_CheckExact(now)) {
-        PyErr_Format(PyExc_TypeError, "asafe: the clock returned %R, not a float", now);
-        Py_CLEAR(now);
+    if (self->clock == NULL) {
+#if PY_VERSION_HEX >= 0x030D0000
+        PyTime_t ticks;
+        if (PyTime_PerfCounter(&ticks) < 0) {
+            return -1;
+        }
+        *now = PyTime_AsSecondsDouble(ticks);
+#else
+        *now = _PyTime_AsSecondsDouble(_PyTime_GetPerfCounter());
+#endif
+        return 0;
     }
-    return now;
+    PyObject *value = PyObject_CallNoArgs(self->clock);
+    if (value == NULL) {
+        return -1;
+    }
+    if (!PyFloat_CheckExact(value)) {
+        PyErr_Format(PyExc_TypeError, "asafe: the clock returned %R, not a float", value);
+        Py_DECREF(value);
+        return -1;
+    }
+    *now = PyFloat_AS_DOUBLE(value);
+    Py_DECREF(value);
+    return 0;
 }
 
 /* The functions cache of the inline lookup, run.by_func[getattr(dsk.get(key), "func", None)]:
@@ -354,6 +495,19 @@ checked_tally(PyObject *group, PyObject *key)
         return NULL;
     }
     return (Tally *)group;
+}
+
+/* ``value`` (a new reference, stolen) as the Entry of key in run.scheduled, or NULL with a TypeError. */
+static Entry *
+checked_entry(PyObject *value, PyObject *key)
+{
+    if (!Py_IS_TYPE(value, &EntryType)) {
+        PyErr_Format(PyExc_TypeError, "asafe: run.scheduled[%R] is a %s, not an entry of the compiled hooks", key,
+                     Py_TYPE(value)->tp_name);
+        Py_DECREF(value);
+        return NULL;
+    }
+    return (Entry *)value;
 }
 
 /* A task's tally: ``names.get(name)`` where the cache has one, else resolve(run, key, dsk).
@@ -415,7 +569,7 @@ pop_item(PyObject *dict, PyObject *key)
 #endif
 }
 
-/* Count a task that has become ready as scheduled: ``run.scheduled[key] = tally``
+/* Count a task that has become ready as scheduled: ``run.scheduled[key] = Entry(tally)``
  * and ``tally.added += 1`` (the loop body of _TrackingCallback._schedule). */
 static int
 schedule_one(Hooks *self, RunState *run, PyObject *key, PyObject *dsk)
@@ -424,10 +578,12 @@ schedule_one(Hooks *self, RunState *run, PyObject *key, PyObject *dsk)
     if (tally == NULL) {
         return -1;
     }
-    int status = PyDict_SetItem(run->scheduled, key, (PyObject *)tally);
+    Entry *entry = new_entry(tally);
+    int status = entry == NULL ? -1 : PyDict_SetItem(run->scheduled, key, (PyObject *)entry);
     if (status == 0) {
         tally->added += 1;
     }
+    Py_XDECREF(entry);
     Py_DECREF(tally);
     return status;
 }
@@ -466,9 +622,34 @@ Hooks_schedule(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* Note that key started at now: in its entry, or in run.started where it has none. */
+static int
+note_start(RunState *run, PyObject *key, double now)
+{
+    PyObject *value = PyDict_GetItemWithError(run->scheduled, key);
+    if (value != NULL) {
+        Py_INCREF(value);
+        Entry *entry = checked_entry(value, key);
+        if (entry == NULL) {
+            return -1;
+        }
+        entry->start = now;
+        entry->started = 1;
+        Py_DECREF(entry);
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *start = PyFloat_FromDouble(now);
+    int status = start == NULL ? -1 : PyDict_SetItem(run->started, key, start);
+    Py_XDECREF(start);
+    return status;
+}
+
 PyDoc_STRVAR(Hooks_pretask_doc,
 "pretask(key, dsk, state)\n--\n\n"
-"Note the start time of a task: ``state['asafe-run'].started[key] = clock()``.");
+"Note the start time of a task, in its entry of ``state['asafe-run'].scheduled``.");
 
 static PyObject *
 Hooks_pretask(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
@@ -477,15 +658,17 @@ Hooks_pretask(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "pretask() takes 3 arguments (key, dsk, state), got %zd", nargs);
         return NULL;
     }
-    RunState *run = run_of(args[2]);
+    double now;
+    if (now_of(self, &now) < 0) {
+        return NULL;
+    }
+    RunState *run = run_of(self, args[2]);
     if (run == NULL) {
         return NULL;
     }
-    PyObject *now = now_of(self);
-    int failed = now == NULL || PyDict_SetItem(run->started, args[0], now) < 0;
-    Py_XDECREF(now);
+    int status = note_start(run, args[0], now);
     Py_DECREF(run);
-    if (failed) {
+    if (status < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -526,6 +709,44 @@ done:
     return status;
 }
 
+/* The finished task's tally and start time: from its entry (popped from
+ * run.scheduled), else the lookup and run.started. A new reference; ``start`` is
+ * ``now`` (a zero duration) where the start is not known. */
+static Tally *
+finished_tally(Hooks *self, RunState *run, PyObject *key, PyObject *dsk, double now, double *start)
+{
+    *start = now;
+    PyObject *popped = pop_item(run->scheduled, key);
+    if (popped != NULL) {
+        Entry *entry = checked_entry(popped, key);
+        if (entry == NULL) {
+            return NULL;
+        }
+        Tally *tally = entry->tally;
+        Py_INCREF(tally);
+        if (entry->started) {
+            *start = entry->start;
+        }
+        Py_DECREF(entry);
+        return tally;
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *started = pop_item(run->started, key);
+    if (started != NULL) {
+        *start = PyFloat_AsDouble(started);
+        Py_DECREF(started);
+        if (*start == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return tally_of(self, run, key, dsk);
+}
+
 PyDoc_STRVAR(Hooks_posttask_doc,
 "posttask(key, result, dsk, state, worker_id)\n--\n\n"
 "Count a finished task and its duration in its tally, count its dependents that\n"
@@ -540,47 +761,32 @@ Hooks_posttask(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *key = args[0], *dsk = args[2], *state = args[3];
-    PyObject *result = NULL, *started;
+    PyObject *result = NULL;
     Tally *tally = NULL;
-    PyObject *now = now_of(self);
-    if (now == NULL) {
+    double now, start;
+    if (now_of(self, &now) < 0) {
         return NULL;
     }
-    double now_seconds = PyFloat_AS_DOUBLE(now);
-    RunState *run = run_of(state);
+    RunState *run = run_of(self, state);
     if (run == NULL) {
-        goto done;
+        return NULL;
     }
-    /* the finished task's tally: scheduled.pop(key) or the lookup */
-    PyObject *popped = pop_item(run->scheduled, key);
-    if (popped != NULL) {
-        tally = checked_tally(popped, key);
-    }
-    else if (!PyErr_Occurred()) {
-        tally = tally_of(self, run, key, dsk);
-    }
-    if (tally == NULL) {
+    if ((tally = finished_tally(self, run, key, dsk, now, &start)) == NULL) {
         goto done;
     }
     tally->finished += 1;
-    started = pop_item(run->started, key);
-    if (started != NULL) {
-        double start = PyFloat_AsDouble(started);
-        Py_DECREF(started);
-        if (start == -1.0 && PyErr_Occurred()) {
-            goto done;
-        }
-        tally->seconds += now_seconds - start;
-    }
-    else if (PyErr_Occurred()) {
-        goto done;
-    }
+    tally->seconds += now - start;
     if (add_ready_dependents(self, run, key, dsk, state) < 0) {
         goto done;
     }
-    if (now_seconds >= run->next_flush) {
-        PyObject *flush_args[] = {(PyObject *)run, now};
+    if (now >= run->next_flush) {
+        PyObject *now_object = PyFloat_FromDouble(now);
+        if (now_object == NULL) {
+            goto done;
+        }
+        PyObject *flush_args[] = {(PyObject *)run, now_object};
         PyObject *flushed = PyObject_Vectorcall(self->flush, flush_args, 2, NULL);
+        Py_DECREF(now_object);
         if (flushed == NULL) {
             goto done;
         }
@@ -590,22 +796,35 @@ Hooks_posttask(Hooks *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(result);
 done:
     Py_XDECREF(tally);
-    Py_XDECREF(run);
-    Py_DECREF(now);
+    Py_DECREF(run);
     return result;
+}
+
+PyDoc_STRVAR(Hooks_forget_doc,
+"forget()\n--\n\n"
+"Drop the cached run and its state (the end of a run): the hooks then hold no\n"
+"reference to either.");
+
+static PyObject *
+Hooks_forget(Hooks *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->run);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef Hooks_methods[] = {
     {"schedule", (PyCFunction)(void (*)(void))Hooks_schedule, METH_FASTCALL, Hooks_schedule_doc},
     {"pretask", (PyCFunction)(void (*)(void))Hooks_pretask, METH_FASTCALL, Hooks_pretask_doc},
     {"posttask", (PyCFunction)(void (*)(void))Hooks_posttask, METH_FASTCALL, Hooks_posttask_doc},
+    {"forget", (PyCFunction)Hooks_forget, METH_NOARGS, Hooks_forget_doc},
     {NULL}
 };
 
 static PyTypeObject HooksType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "asafe._hotpath.Hooks",
-    .tp_doc = PyDoc_STR("Hooks(resolve, flush, prefix, clock): the compiled pretask and posttask of asafe.local."),
+    .tp_doc = PyDoc_STR("Hooks(resolve, flush, prefix, clock=None): the compiled per-task hooks of asafe.local."),
     .tp_basicsize = sizeof(Hooks),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
@@ -654,6 +873,7 @@ PyInit__hotpath(void)
     }
     if (add_type(module, &TallyType, "Tally") < 0
         || add_type(module, &RunStateType, "RunState") < 0
+        || add_type(module, &EntryType, "Entry") < 0
         || add_type(module, &HooksType, "Hooks") < 0
         || PyModule_AddObjectRef(module, "RUN_KEY", str_run) < 0) {
         Py_DECREF(module);

@@ -166,11 +166,12 @@ class _TrackingCallback(Callback):
         self.interval = runtime.interval
         #: Whether the compiled hooks run (configured, and built).
         self.compiled = _hotpath is not None and _compiled_hooks_configured()
+        self._hooks = None
         if self.compiled:  # instance attributes shadow the methods for Dask's Callback
-            hooks = _hotpath.Hooks(self._resolve, self._flush, _prefix, perf_counter)
-            self._pretask = hooks.pretask
-            self._posttask = hooks.posttask
-            self._schedule = hooks.schedule
+            self._hooks = _hotpath.Hooks(self._resolve, self._flush, _prefix)  # clock: perf_counter's
+            self._pretask = self._hooks.pretask
+            self._posttask = self._hooks.posttask
+            self._schedule = self._hooks.schedule
 
     # Dask's local schedulers call these on the thread that called compute,
     # with one ``state`` dict per run.
@@ -215,6 +216,8 @@ class _TrackingCallback(Callback):
             self._flush(run, now)
 
     def _finish(self, dsk: Mapping, state: dict, errored: bool) -> None:
+        if self._hooks is not None:
+            self._hooks.forget()  # the compiled hooks' cached run and state
         run = state.pop(_RUN, None)
         if run is None:  # the run failed before start_state
             return

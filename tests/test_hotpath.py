@@ -167,12 +167,66 @@ def fake_run(hotpath, resolve=None, flush=None):
 def test_a_task_through_the_compiled_hooks(hotpath):
     hooks, run, dsk, state, tally, flushed = fake_run(hotpath)
     hooks.schedule(run, [("a", 0)], dsk)
+    entry = run.scheduled[("a", 0)]
+    assert type(entry) is hotpath.Entry and entry.tally is tally and entry.start is None
+    before = time.perf_counter()
     hooks.pretask(("a", 0), dsk, state)
-    assert list(run.started) == [("a", 0)]
+    assert run.started == {}  # the start is in the entry
+    assert before <= entry.start <= time.perf_counter()
     hooks.posttask(("a", 0), None, dsk, state, 0)
     assert (tally.added, tally.finished) == (2, 1) and tally.seconds >= 0
-    assert list(run.scheduled) == [("a", 1)] and run.started == {}  # a2 is still waiting
+    assert list(run.scheduled) == [("a", 1)] and run.scheduled[("a", 1)].start is None  # a2 is still waiting
     assert len(flushed) == 1  # next_flush is 0: due at once
+    assert repr(run.scheduled[("a", 1)]) == "Entry(Tally('compute', 'a', added=2, finished=1, in_flight=0))"
+
+
+def scripted_clock(*times):
+    ticks = iter(times)
+    return lambda: next(ticks)
+
+
+def test_durations_are_measured_from_pretask_to_posttask(hotpath):
+    hooks, run, dsk, state, tally, flushed = fake_run(hotpath)
+    hooks = hotpath.Hooks(hooks_resolve(tally), lambda run, now: flushed.append(now), local._prefix,
+                          scripted_clock(1.0, 3.5, 10.0, 20.0))
+    hooks.schedule(run, [("a", 0)], dsk)
+    hooks.pretask(("a", 0), dsk, state)  # 1.0
+    hooks.posttask(("a", 0), None, dsk, state, 0)  # 3.5
+    assert (tally.finished, tally.seconds) == (1, 2.5) and flushed == [3.5]
+    assert repr(run.scheduled[("a", 1)]) == "Entry(Tally('compute', 'a', added=2, finished=1, in_flight=0))"
+    hooks.posttask(("a", 1), None, dsk, state, 0)  # 10.0: never started, a zero duration, as in Python
+    assert (tally.finished, tally.seconds) == (2, 2.5)
+
+
+def test_a_task_that_was_never_scheduled_is_timed_through_started(hotpath):
+    """Dask runs only tasks it made ready, but the hooks do not rely on having seen that."""
+    hooks, run, dsk, state, tally, flushed = fake_run(hotpath)
+    hooks = hotpath.Hooks(hooks_resolve(tally), lambda run, now: None, local._prefix, scripted_clock(2.0, 2.25))
+    hooks.pretask(("a", 0), dsk, state)
+    assert run.started == {("a", 0): 2.0} and run.scheduled == {}
+    hooks.posttask(("a", 0), None, dsk, state, 0)
+    assert (tally.added, tally.finished, tally.seconds) == (1, 1, 0.25) and run.started == {}
+
+
+def test_the_default_clock_is_perf_counter(hotpath):
+    hooks, run, dsk, state, tally, flushed = fake_run(hotpath)
+    hooks = hotpath.Hooks(hooks_resolve(tally), lambda run, now: flushed.append(now), local._prefix)
+    hooks.schedule(run, [("a", 0)], dsk)
+    before = time.perf_counter()
+    hooks.pretask(("a", 0), dsk, state)
+    time.sleep(0.01)
+    hooks.posttask(("a", 0), None, dsk, state, 0)
+    after = time.perf_counter()
+    assert before <= flushed[0] <= after
+    assert 0.01 <= tally.seconds <= after - before
+
+
+def hooks_resolve(tally):
+    def resolve(run, key, dsk):
+        run.by_func.setdefault(dsk[key].func, {})[key[0]] = tally
+        return tally
+
+    return resolve
 
 
 def test_the_compiled_hooks_hold_no_references(hotpath):
@@ -180,21 +234,61 @@ def test_the_compiled_hooks_hold_no_references(hotpath):
     key = ("a", 0)
     hooks.schedule(run, [key], dsk)
     hooks.pretask(key, dsk, state)
-    hooks.posttask(key, None, dsk, state, 0)  # warm: caches filled
+    hooks.posttask(key, None, dsk, state, 0)  # warm: caches filled, the run of this state cached
     del run.scheduled[("a", 1)]
     objects = [key, dsk, state, tally, run, dsk[key], dsk[("a", 1)]]
     before = [sys.getrefcount(o) for o in objects]
     for _ in range(100):
-        run.scheduled[key] = tally
+        hooks.schedule(run, [key], dsk)
         hooks.pretask(key, dsk, state)
         hooks.posttask(key, None, dsk, state, 0)
         del run.scheduled[("a", 1)]
     assert [sys.getrefcount(o) for o in objects] == before
+    hooks.forget()  # the end of a run: the cached state and run are let go
+    after = [sys.getrefcount(o) for o in objects]
+    assert after == [count - (o is state or o is run) for o, count in zip(objects, before)]
+
+
+def test_the_cached_run_follows_the_state(hotpath):
+    """Runs alternate (two states): each task is counted in its own run, not the cached one."""
+    hooks, run, dsk, state, tally, _ = fake_run(hotpath)
+    other_run = local._Run({})
+    other_state = dict(state, **{local._RUN: other_run})
+    for target_run, target_state in [(run, state), (other_run, other_state), (run, state)]:
+        hooks.schedule(target_run, [("a", 0)], dsk)
+        hooks.pretask(("a", 0), dsk, target_state)
+        assert target_run.scheduled[("a", 0)].start is not None
+        hooks.posttask(("a", 0), None, dsk, target_state, 0)
+        assert ("a", 0) not in target_run.scheduled
+    assert tally.finished == 3
+
+
+def test_a_run_leaves_nothing_in_the_hooks(hotpath):
+    """The run cached for the per-task steps is dropped at the end of the run (``forget``)."""
+    rt = make_runtime()
+    callback_hooks = []
+    original = local._TrackingCallback.__init__
+
+    def spy(self, runtime):
+        original(self, runtime)
+        callback_hooks.append(self._hooks)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local._TrackingCallback, "__init__", spy)
+        with asafe.adaptive(rt, scheduler="threads"):
+            assert dask.compute(dask.delayed(sum)([1, 2]))[0] == 3
+    hooks = callback_hooks[0]
+    assert isinstance(hooks, hotpath.Hooks)
+    assert not [o for o in gc.get_referents(hooks) if isinstance(o, (dict, local._Run))]
 
 
 def test_the_compiled_hooks_reject_bad_input(hotpath):
-    with pytest.raises(TypeError, match="argument 'flush' must be callable"):
+    with pytest.raises(TypeError, match="argument 'flush' must be callable, got None"):
         hotpath.Hooks(len, None, len, len)
+    with pytest.raises(TypeError, match="argument 'clock' must be callable or None, got 3"):
+        hotpath.Hooks(len, len, len, 3)
+    with pytest.raises(TypeError, match="cannot create"):
+        hotpath.Entry()
     hooks, run, dsk, state, tally, _ = fake_run(hotpath)
     with pytest.raises(TypeError, match=r"pretask\(\) takes 3 arguments"):
         hooks.pretask(("a", 0), dsk)
@@ -206,6 +300,13 @@ def test_the_compiled_hooks_reject_bad_input(hotpath):
         hooks.pretask(("a", 0), dsk, {local._RUN: {}})
     with pytest.raises(TypeError, match="needs an asafe run"):
         hooks.schedule({}, [("a", 0)], dsk)
+    run.scheduled[("a", 0)] = tally  # what the Python hooks keep there
+    with pytest.raises(TypeError, match=r"run.scheduled\[\('a', 0\)\] is a .*Tally, not an entry of the compiled"):
+        hooks.pretask(("a", 0), dsk, state)
+    with pytest.raises(TypeError, match=r"not an entry of the compiled hooks"):
+        hooks.posttask(("a", 0), None, dsk, state, 0)
+    with pytest.raises(TypeError, match="the clock returned 'now', not a float"):
+        hotpath.Hooks(len, len, len, lambda: "now").pretask(("a", 0), dsk, state)
     bad, run, dsk, state, *_ = fake_run(hotpath, resolve=lambda run, key, dsk: "not a tally")
     with pytest.raises(TypeError, match=r"the group of \('a', 0\) is a str, not a Tally"):
         bad.schedule(run, [("a", 0)], dsk)
