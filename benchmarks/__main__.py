@@ -23,6 +23,7 @@ SUITES: dict[str, str] = {
     "kernels": "tile kernels (numba) against numpy dense and scipy CSR matvec, with a bandwidth roofline",
     "phased": "phased workloads: the adaptive switch against the best static settings",
     "overhead": "cost of asafe's tracking on Dask's schedulers (20k trivial tasks, with and without)",
+    "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
 }
 
