@@ -50,8 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from .harness import Results, add_common_arguments
+from .overhead import warn_without_compiled_hooks
 
-__all__ = ["VARIANTS", "count_instructions", "main", "per_compute", "scaled_intervals"]
+__all__ = ["VARIANTS", "child_command", "count_instructions", "main", "per_compute", "scaled_intervals"]
 
 #: What each variant runs inside the child, given ``total`` (the collection) and ``rt`` (a runtime).
 VARIANTS: dict[str, str] = {
@@ -66,10 +67,13 @@ VARIANTS: dict[str, str] = {
 
 _CHILD = """\
 import sys
+scheduler, computes, n_tasks, asafe_root, checkout = sys.argv[1:6]
+computes, n_tasks = int(computes), int(n_tasks)
+sys.path.insert(0, asafe_root)  # the parent's asafe, installed or in a checkout
+sys.path.append(checkout)  # the workload (benchmarks.overhead)
 import dask
 import asafe
 from benchmarks.overhead import _runtime, build_graph, expected_total
-scheduler, computes, n_tasks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 total, _ = build_graph(n_tasks)
 rt = _runtime()
 for _ in range(computes):
@@ -105,15 +109,28 @@ def count_instructions(variant: str, scheduler: str, computes: int, n_tasks: int
         raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
     if scheduler not in _SCHEDULERS:
         raise ValueError(f"scheduler must be one of {list(_SCHEDULERS)}, got {scheduler!r}")
-    code = _CHILD.format(body=textwrap.indent(VARIANTS[variant], "    "))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cachegrind.out"
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                   sys.executable, "-c", code, scheduler, str(computes), str(n_tasks)]
-        done = subprocess.run(command, cwd=_checkout(), env=env, capture_output=True, text=True)
+                   *child_command(variant, scheduler, computes, n_tasks)]
+        done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"{variant} on {scheduler} failed under valgrind:\n{done.stderr[-3000:]}")
         return _summary(out.read_text())
+
+
+def child_command(variant: str, scheduler: str, computes: int, n_tasks: int) -> list[str]:
+    """The Python command a count runs: ``computes`` of the variant, then a check of the result.
+
+    The child imports the same ``asafe`` as this process (an installed one, with
+    its compiled hooks, is not shadowed by the checkout's source folder) and the
+    workload from this checkout; run it from a folder with no ``asafe`` in it.
+    """
+    import asafe
+
+    code = _CHILD.format(body=textwrap.indent(VARIANTS[variant], "    "))
+    asafe_root = Path(asafe.__file__).resolve().parent.parent
+    return [sys.executable, "-c", code, scheduler, str(computes), str(n_tasks), str(asafe_root), str(_checkout())]
 
 
 def _summary(cachegrind_out: str) -> int:
@@ -136,7 +153,7 @@ def per_compute(one: int, three: int) -> int:
 
 
 def _checkout() -> Path:
-    """The folder holding ``benchmarks/``: the child imports the workload (and asafe) from there first."""
+    """The folder holding ``benchmarks/``, where the child finds the workload."""
     return Path(__file__).resolve().parent.parent
 
 
@@ -181,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             intervals={k: env[k] for k in scaled_intervals(args.slowdown)})
     if args.quick:
         results.warn("--quick: a smoke run with a small graph, not a result to report", kind="QUICK")
+    warn_without_compiled_hooks(results)
     print(f"instructions suite: {n_tasks:,} tasks; intervals scaled by {args.slowdown:g} under valgrind")
     for scheduler in schedulers:
         results.add(scheduler, _count_section(scheduler, variants, n_tasks, env, args.repeat))

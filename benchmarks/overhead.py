@@ -59,6 +59,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import add
+from pathlib import Path
 from typing import Any
 
 from . import harness
@@ -185,6 +186,22 @@ def _default_hooks(rt: Any) -> str:
     from asafe.local import _TrackingCallback
 
     return "compiled (asafe._hotpath)" if _TrackingCallback(rt).compiled else "python"
+
+
+def warn_without_compiled_hooks(results: Results) -> None:
+    """Warn when the imported asafe has no compiled hooks: ``adaptive`` then measures the Python ones.
+
+    Running from a checkout imports the checkout's ``asafe`` folder, which holds
+    the compiled module only after ``pip install -e .`` (a plain ``pip install .``
+    builds it into site-packages).
+    """
+    import asafe
+    from asafe import local
+
+    if local._hotpath is None:
+        results.warn(f"asafe imported from {Path(asafe.__file__).parent} has no compiled hooks (asafe._hotpath "
+                     "is not built there): 'adaptive' measures the pure-Python hooks; build them in place with "
+                     "pip install -e .", kind="HOOKS")
 
 
 def _noop_callback() -> Any:
@@ -458,6 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{os.cpu_count()} cpus (shared machines are noisy: trust the side-by-side ratios)")
     if args.quick:
         results.warn("--quick: a smoke run with a small graph and budget, not a result to report", kind="QUICK")
+    warn_without_compiled_hooks(results)
     for name in names:
         SECTIONS[name].run(ctx)
     if ctx.figures:
