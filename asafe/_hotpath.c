@@ -22,8 +22,8 @@
  *   keys). The clock is time.perf_counter's own, read directly (``clock=None``)
  *   so both paths share one clock; tests pass a callable instead.
  *
- * Three things differ from the Python hooks, all to touch less per task (each
- * was measured with cachegrind, see the docstring of _TrackingCallback):
+ * Three things differ from the Python hooks, all to touch less per task (their
+ * effect is counted by ``python -m benchmarks instructions``, docs/results):
  *
  * - a scheduled task's value in ``run.scheduled`` is a private ``Entry`` (its
  *   Tally and, once it runs, its start time) rather than the Tally itself, so
@@ -278,7 +278,8 @@ RunState_dealloc(RunState *self)
 }
 
 static PyMemberDef RunState_members[] = {
-    {"scheduled", T_OBJECT, offsetof(RunState, scheduled), READONLY, "key -> its entry (compiled hooks) or tally (Python hooks), from ready to finished."},
+    {"scheduled", T_OBJECT, offsetof(RunState, scheduled), READONLY,
+     "key -> its entry (compiled hooks) or tally (Python hooks), from ready to finished."},
     {"started", T_OBJECT, offsetof(RunState, started), READONLY,
      "key -> start time of a running task (compiled hooks: only one that has no entry)."},
     {"by_func", T_OBJECT, offsetof(RunState, by_func), READONLY, "callable -> {key name or prefix -> tally}."},

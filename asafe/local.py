@@ -157,8 +157,9 @@ class _TrackingCallback(Callback):
     touch less per task: a task's value in ``scheduled`` is an entry that
     also holds its start time (no ``started`` insert and pop), the run of the
     current ``state`` is cached until :meth:`_finish` (``forget``), and the
-    clock is read without a Python call. What either costs is measured with ``python -m benchmarks overhead
-    --python-hooks`` (docs/results/overhead).
+    clock is read without a Python call. What either costs is measured with
+    ``python -m benchmarks overhead --python-hooks`` (docs/results/overhead)
+    and, in instructions, ``python -m benchmarks instructions``.
     """
 
     def __init__(self, runtime: AdaptiveRuntime) -> None:
