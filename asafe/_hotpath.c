@@ -334,8 +334,13 @@ Hooks_init(Hooks *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->flush, flush);
     Py_INCREF(prefix);
     Py_XSETREF(self->prefix, prefix);
-    Py_XINCREF(clock == Py_None ? NULL : clock);
-    Py_XSETREF(self->clock, clock == Py_None ? NULL : clock);
+    if (clock == Py_None) {  /* perf_counter's clock, read directly */
+        Py_CLEAR(self->clock);
+    }
+    else {
+        Py_INCREF(clock);
+        Py_XSETREF(self->clock, clock);
+    }
     Py_CLEAR(self->state);
     Py_CLEAR(self->run);
     return 0;

@@ -190,12 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.repeat = 1
     schedulers = args.scheduler or list(_SCHEDULERS)
     variants = ["plain"] + [v for v in (args.variant or VARIANTS) if v != "plain"]
-    env = {**os.environ, **scaled_intervals(args.slowdown), "PYTHONHASHSEED": "0"}  # string hashes fixed
+    intervals = scaled_intervals(args.slowdown)
+    env = {**os.environ, **intervals, "PYTHONHASHSEED": "0"}  # string hashes fixed
     results = Results("instructions", args.out)
     results.set_environment(suite_options={"schedulers": schedulers, "variants": variants, "n_tasks": n_tasks,
                                            "slowdown": args.slowdown, "repeat": args.repeat,
                                            "quick": args.quick},
-                            intervals={k: env[k] for k in scaled_intervals(args.slowdown)})
+                            intervals=intervals)
     if args.quick:
         results.warn("--quick: a smoke run with a small graph, not a result to report", kind="QUICK")
     warn_without_compiled_hooks(results)
@@ -220,13 +221,13 @@ def _count_section(scheduler: str, variants: list[str], n_tasks: int, env: dict[
             estimates[variant].append(per_compute(one, three))
     print(f"{'variant':<16} {'per compute':>12} {'range':>22} {'over plain':>11} {'range':>18} {'per task':>9}")
     counts: dict[str, Any] = {}
+    plain = statistics.median(estimates["plain"])
     for variant in variants:
         record = counts[variant] = {"one_and_three_computes": raw[variant], "per_compute": estimates[variant],
                                     "per_compute_median": statistics.median(estimates[variant])}
         line = f"{variant:<16} {record['per_compute_median'] / 1e6:>11,.1f}M {_range(estimates[variant], 1e6, 'M'):>22}"
         if variant != "plain":
             extra = [e - p for e, p in zip(estimates[variant], estimates["plain"])]
-            plain = statistics.median(estimates["plain"])
             record["extra_per_compute"] = extra
             record["over_plain_median"] = statistics.median(extra) / plain
             record["over_plain_range"] = [min(extra) / plain, max(extra) / plain]
