@@ -4,9 +4,9 @@
 subpackage ``asafe.compression``: since Python 3.14 the standard library owns the
 top-level name ``compression``, so a top-level package of that name would be shadowed.
 
-``asafe._hotpath`` (``asafe/_hotpath.c``) is the compiled per-task hook of Dask's
+``asafe.schedulers._hotpath`` (``asafe/schedulers/_hotpath.c``) is the compiled per-task hook of Dask's
 local schedulers. It is optional: where no C compiler is found the build goes on
-without it and ``asafe.local`` uses its pure-Python hooks (the same events, a
+without it and ``asafe.schedulers.local`` uses its pure-Python hooks (the same events, a
 higher cost per task).
 """
 from setuptools import Extension, setup
@@ -44,13 +44,13 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     python_requires=">=3.10",
-    packages=["asafe", "asafe.compression"],
+    packages=["asafe", "asafe.core", "asafe.schedulers", "asafe.app", "asafe.compression"],
     package_dir={"asafe": "asafe", "asafe.compression": "compression"},
     package_data={"asafe": ["asafe.yaml"]},
-    ext_modules=[Extension("asafe._hotpath", ["asafe/_hotpath.c"], optional=True)],
+    ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
-    entry_points={"console_scripts": ["asafe=asafe.cli:main"]},
+    entry_points={"console_scripts": ["asafe=asafe.app.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Framework :: Dask",

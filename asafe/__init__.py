@@ -5,22 +5,30 @@ scheduler turns the scheduled and measured tasks into a :class:`ModeVector`; eac
 :class:`Optimization` has an efficiency domain (such as :class:`Hysteresis`) that
 switches it from that vector; tasks ask :func:`is_on`.
 
-Modules, by theme: :mod:`asafe.types` (task types), :mod:`asafe.mode` (the mode
-vector), :mod:`asafe.tracker` (the O(1) mode tracker), :mod:`asafe.domains`
-(efficiency domains), :mod:`asafe.runtime` (optimizations and the controller),
-:mod:`asafe.board` (where tasks read states), :mod:`asafe.local` (Dask's local
-schedulers), :mod:`asafe.distributed` (a Dask cluster), :mod:`asafe.config`
-(``dask.config`` settings), :mod:`asafe.compression` (the tile engine).
+The package is laid out in rooms that follow the flow of a task event (the
+Architecture page draws it):
+
+* :mod:`asafe.core` -- the adaptive core, which knows nothing of Dask's
+  schedulers: task types, the mode vector and its tracker, efficiency domains,
+  the controller, settings;
+* :mod:`asafe.schedulers` -- where events enter and states leave: Dask's local
+  schedulers, the distributed plugins and their deployment, the state board that
+  tasks read;
+* :mod:`asafe.app` -- what uses both: ``asafe demo``, its workloads, the CLI, and
+  the statistics of the demo and the benchmarks;
+* :mod:`asafe.compression` -- the tile engine.
+
+Everything a user imports is exported here; the rooms' modules are private.
 """
-from . import config  # registers the dask.config defaults first
-from .board import is_on
-from .distributed import attach, install
-from .domains import EfficiencyDomain, Hysteresis
-from .local import adaptive
-from .mode import ModeVector
-from .runtime import AdaptiveRuntime, Optimization, Transition
-from .tracker import ModeTracker
-from .types import COMMUNICATION, COMPUTE, task_type, typed
+from .core import config  # registers the dask.config defaults first
+from .core.domains import EfficiencyDomain, Hysteresis
+from .core.mode import ModeVector
+from .core.runtime import AdaptiveRuntime, Optimization, Transition
+from .core.tracker import ModeTracker
+from .core.types import COMMUNICATION, COMPUTE, task_type, typed
+from .schedulers.board import is_on
+from .schedulers.distributed import attach, install
+from .schedulers.local import adaptive
 
 __version__ = "0.1.0"
 

@@ -2,11 +2,12 @@
 
 Modules:
 
-* :mod:`benchmarks.stats`: pure statistics (median CI from order statistics,
-  percentiles, spread, bootstrap ratio interval, Mann-Whitney, stop rule);
 * :mod:`benchmarks.harness`: :func:`~benchmarks.harness.measure`,
-  :func:`~benchmarks.harness.speedup`, :func:`~benchmarks.harness.environment`,
-  :class:`~benchmarks.harness.Results` and table/figure helpers, used by every suite;
+  :func:`~benchmarks.harness.speedup`, :class:`~benchmarks.harness.Results` and
+  table/figure helpers, used by every suite; the statistics themselves (median
+  CI from order statistics, percentiles, spread, bootstrap ratio interval,
+  Mann-Whitney, stop rule, environment capture) are :mod:`asafe.app.stats`,
+  shared with ``asafe demo``;
 * one module per suite (``overhead``; ``kernels``, ``phased``, ``paper`` as they are
   added), each with ``main(argv) -> int``; :mod:`benchmarks.__main__` dispatches.
 

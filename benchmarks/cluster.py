@@ -51,7 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from . import harness, stats
+from asafe.app import stats
+
+from . import harness
 from .harness import Measurement, Results, format_seconds, speedup, summary_table
 
 __all__ = [
@@ -150,7 +152,7 @@ def plugin_overhead(
         Its scheduler must run in this process; adds the time spent inside the
         scheduler plugin's ``transition`` hook per task.
     rel_ci, min_samples, max_samples, max_seconds
-        The stop rule (see :func:`benchmarks.stats.stop_decision`).
+        The stop rule (see :func:`asafe.app.stats.stop_decision`).
 
     Returns
     -------
@@ -292,7 +294,7 @@ def hook_microbenchmark(n_tasks: int = 20_000, **measure_options: Any) -> dict[s
     from types import SimpleNamespace
 
     import asafe
-    from asafe.plugins import AdaptiveSchedulerPlugin
+    from asafe.schedulers.plugins import AdaptiveSchedulerPlugin
     from dask._task_spec import Task
 
     worker = _Worker("tcp://stand-in:1")
@@ -343,7 +345,7 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
     """
     import asafe
 
-    from asafe.runtime import Optimization
+    from asafe.core.runtime import Optimization
 
     runtime = asafe.AdaptiveRuntime([Optimization("compression", asafe.Hysteresis(0.5, 2.0))], signals=False)
     handle = asafe.install(client, runtime)
@@ -442,7 +444,7 @@ def _linked_matvec(client: Any, source: Any, x: np.ndarray, panels: int, produce
     from dask.delayed import delayed
 
     from asafe.compression import distributed as dmv
-    from asafe.types import COMPUTE, typed
+    from asafe.core.types import COMPUTE, typed
 
     depart = typed(COMPUTE)(_depart)
     multiply = typed(COMPUTE)(_multiply_carried)
@@ -494,7 +496,7 @@ def transfer_bytes_saved(
 
     from asafe.compression import distributed as dmv
     from asafe.compression import graph500
-    from asafe.runtime import Optimization
+    from asafe.core.runtime import Optimization
 
     class Pinned(asafe.EfficiencyDomain):
         """Keeps the optimization in its initial state."""

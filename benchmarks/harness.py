@@ -3,8 +3,9 @@
 Every suite (``kernels``, ``phased``, ``overhead``, ``paper``) measures with this
 module, so each number obeys ``/work/shared/BENCHMARKING.md`` (after Hoefler &
 Belli, "Scientific benchmarking of parallel computing systems", SC15; see
-``/work/shared/seeds/``). The statistics live in :mod:`benchmarks.stats` (pure, no
-Dask); this module adds the clock, the bookkeeping and the output.
+``/work/shared/seeds/``). The statistics live in :mod:`asafe.app.stats`, the one statistics
+module that ``asafe demo`` uses too; this module adds the clock, the bookkeeping
+and the output.
 
 What :func:`measure` does, in order
 -----------------------------------
@@ -78,8 +79,6 @@ import datetime as _dt
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -88,9 +87,8 @@ from typing import Any
 
 import numpy as np
 
-from asafe.measure import cpu_model
-
-from . import stats
+from asafe.app import stats
+from asafe.app.stats import environment
 
 __all__ = [
     "Measurement",
@@ -262,7 +260,7 @@ class Speedup:
     base_ci95, new_ci95 : (float, float)
     paired_ratio, paired_ci95 : float, (float, float) or None
         Median of the per-round ratios ``base_i / new_i`` of interleaved samples and
-        its order-statistic CI (:func:`benchmarks.stats.paired_ratio`); None when
+        its order-statistic CI (:func:`asafe.app.stats.paired_ratio`); None when
         the sample counts differ. Robust to drift of a shared machine.
     """
 
@@ -483,7 +481,7 @@ def speedup(base: Measurement, new: Measurement) -> Speedup:
     """Compare ``new`` against ``base``: ratio of medians ``base / new`` with evidence.
 
     The ratio's 95% interval is a percentile bootstrap of the ratio of medians
-    (:func:`benchmarks.stats.ratio_ci`: 2000 resamples, seed 0). Measurements of
+    (:func:`asafe.app.stats.ratio_ci`: 2000 resamples, seed 0). Measurements of
     one :func:`measure` call have one sample per round each, so the per-round
     (paired) ratio is given too. ``p_value`` is a
     two-sided Mann-Whitney U test; ``significant`` requires non-overlapping median
@@ -508,112 +506,6 @@ def speedup(base: Measurement, new: Measurement) -> Speedup:
         base_median=base.median, new_median=new.median, base_ci95=base.ci95, new_ci95=new.ci95,
         paired_ratio=paired[0] if paired else None, paired_ci95=paired[1] if paired else None,
     )
-
-
-# --------------------------------------------------------------------------- environment
-_PACKAGES = ("numpy", "scipy", "numba", "dask", "distributed", "asafe", "psutil", "matplotlib", "threadpoolctl")
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                     "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER")
-
-
-def _package_versions() -> dict[str, str | None]:
-    from importlib import metadata
-
-    versions: dict[str, str | None] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def _numba_threads() -> dict[str, Any]:
-    info: dict[str, Any] = {"imported": "numba" in sys.modules}
-    if not info["imported"]:  # importing numba only to describe it would take seconds
-        return info
-    numba = sys.modules["numba"]
-    with contextlib.suppress(Exception):
-        info["NUMBA_NUM_THREADS"] = int(numba.config.NUMBA_NUM_THREADS)
-        info["num_threads"] = int(numba.get_num_threads())
-    try:
-        info["threading_layer"] = numba.threading_layer()
-    except Exception:  # ValueError until a parallel kernel has run
-        info["threading_layer"] = None
-    return info
-
-
-def _threadpools() -> list[dict[str, Any]]:
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return []
-    keys = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "architecture")
-    return [{k: pool.get(k) for k in keys if k in pool} for pool in threadpool_info()]
-
-
-def _git() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None}
-    return {"commit": commit, "dirty": bool(dirty)}
-
-
-def environment(**extra: Any) -> dict[str, Any]:
-    """Describe the machine and software a result was measured on.
-
-    Parameters
-    ----------
-    **extra
-        Run settings to record with it, e.g. ``scheduler="threads", workers=2``.
-        They must not reuse a built-in key.
-
-    Returns
-    -------
-    dict
-        ``cpu`` (model, physical/logical/usable cores), ``memory`` (total and
-        available bytes), ``os``, ``python``, ``packages`` (versions of numpy, scipy,
-        numba, dask, distributed, asafe, ...), ``asafe_path`` (which copy is
-        imported), ``threads`` (thread environment variables, threadpoolctl pools,
-        numba's threads and threading layer if numba is imported), ``load_average``
-        (1, 5, 15 min: these machines are shared), ``git``, ``time`` (UTC), then
-        ``extra``.
-    """
-    import psutil
-
-    memory = psutil.virtual_memory()
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    asafe_module = sys.modules.get("asafe")
-    info: dict[str, Any] = {
-        "cpu": {"model": cpu_model(), "physical_cores": psutil.cpu_count(logical=False),
-                "logical_cores": psutil.cpu_count(logical=True), "usable_cores": usable,
-                "machine": platform.machine()},
-        "memory": {"total_bytes": int(memory.total), "total_gib": round(memory.total / 2**30, 2),
-                   "available_bytes": int(memory.available)},
-        "os": {"platform": platform.platform(), "system": platform.system(), "release": platform.release()},
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},
-        "packages": _package_versions(),
-        "asafe_path": getattr(asafe_module, "__file__", None),
-        "threads": {"env": {k: os.environ.get(k) for k in _THREAD_VARIABLES},
-                    "threadpoolctl": _threadpools(), "numba": _numba_threads()},
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "git": _git(),
-        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    clash = sorted(set(extra) & set(info))
-    if clash:
-        raise ValueError(f"environment(): extra keys {clash} would overwrite built-in ones")
-    info.update(extra)
-    return to_jsonable(info)
 
 
 # --------------------------------------------------------------------------- output

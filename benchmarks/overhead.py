@@ -20,7 +20,7 @@ Headline (sections ``threads`` and ``sync``)
     tracker that is not wired in would be a lie). ``--floor`` adds a third variant,
     ``noop-callbacks``: Dask with a :class:`dask.callbacks.Callback` whose four hooks
     do nothing, i.e. the cost of Dask's callback mechanism alone. ``adaptive`` runs
-    the per-task hooks that a user gets by default: compiled (``asafe._hotpath``)
+    the per-task hooks that a user gets by default: compiled (``asafe.schedulers._hotpath``)
     where it was built, recorded as ``hooks`` in the parameters;
     ``--python-hooks`` adds ``adaptive-python``, the same with the pure-Python
     hooks (``asafe.local.compiled-hooks: false``), measured in the same rounds.
@@ -38,7 +38,7 @@ Headline (sections ``threads`` and ``sync``)
 
 Diagnostics (section ``profile``, not run by default)
     cProfile of one plain and one adaptive 20k-task run per scheduler; prints the
-    own time of asafe's functions (``asafe/local.py``, ``tracker.py``,
+    own time of asafe's functions (``asafe/schedulers/local.py``, ``tracker.py``,
     ``runtime.py``, ...). cProfile inflates the cost of small Python functions, so
     those are upper bounds to locate the time, not timings.
 
@@ -183,9 +183,9 @@ def _runtime_settings(rt: Any) -> dict[str, Any]:
 
 def _default_hooks(rt: Any) -> str:
     """Which per-task hooks the ``adaptive`` variant runs: what a user gets by default."""
-    from asafe.local import _TrackingCallback
+    from asafe.schedulers.local import _TrackingCallback
 
-    return "compiled (asafe._hotpath)" if _TrackingCallback(rt).compiled else "python"
+    return "compiled (asafe.schedulers._hotpath)" if _TrackingCallback(rt).compiled else "python"
 
 
 def warn_without_compiled_hooks(results: Results) -> None:
@@ -196,10 +196,10 @@ def warn_without_compiled_hooks(results: Results) -> None:
     builds it into site-packages).
     """
     import asafe
-    from asafe import local
+    from asafe.schedulers import local
 
     if local._hotpath is None:
-        results.warn(f"asafe imported from {Path(asafe.__file__).parent} has no compiled hooks (asafe._hotpath "
+        results.warn(f"asafe imported from {Path(asafe.__file__).parent} has no compiled hooks (asafe.schedulers._hotpath "
                      "is not built there): 'adaptive' measures the pure-Python hooks; build them in place with "
                      "pip install -e .", kind="HOOKS")
 

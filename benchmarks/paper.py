@@ -115,7 +115,7 @@ def multiply(panel: Any, x: np.ndarray) -> np.ndarray:
 
 def end_to_end_variants(client: Any, source: Any, x: np.ndarray, workers: list[str], panels: int) -> dict:
     """One callable per variant: a distributed product, produced on worker i, multiplied on worker i+1."""
-    from asafe import workload as wl
+    from asafe.app import workload as wl
 
     bounds = wl.panel_bounds(source.shape[0] // source.tile, panels)
     plan = wl.placement_plan("shipped", len(bounds), workers)
@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the paper's configuration; print tables; write results.json and a PNG."""
     import cloudpickle
 
-    from asafe import workload as wl
+    from asafe.app import workload as wl
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     dfs = args.dense_fraction or ([0.1, 0.25] if args.quick else [0.0, 0.1, 0.25, 0.5])
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep: dict[float, dict] = {}
     all_rows: list = []
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    from asafe import demo
+    from asafe.app import demo
 
     with demo.connect(None, workers, 1) if not args.no_cluster else _nothing() as cluster:
         client = cluster[0] if cluster else None

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks phased [--quick] [--section NAME ...] [--calibrate] [--out DIR]``
 
-The workload is :mod:`asafe.workload` (four phases whose balance of computation
+The workload is :mod:`asafe.app.workload` (four phases whose balance of computation
 and communication changes for real reasons: placement, reuse, density, scale),
 on an embedded ``LocalCluster`` of 2 worker processes x 1 thread. Every phase of
 every run is checked against scipy; warm-up runs (numba compilation, matrix
@@ -88,7 +88,7 @@ def _fmt_ratio(v: float | None) -> str:
 
 # --------------------------------------------------------------------------- sections
 def section_ratios(client: Any, phases: list, thresholds: Any, expected: list, results: Results) -> dict:
-    from asafe import workload as wl
+    from asafe.app import workload as wl
 
     record: dict[str, Any] = {}
     rows = []
@@ -125,7 +125,7 @@ def section_ratios(client: Any, phases: list, thresholds: Any, expected: list, r
 
 def _fixed(name: str, samples: list[float], rel_ci: float = 0.05, **kwargs: Any) -> Measurement:
     """A measurement of a fixed number of interleaved rounds (the target is checked, not pursued)."""
-    from . import stats
+    from asafe.app import stats
 
     reached = len(samples) > 0 and stats.ci_within(samples, rel_ci)
     return Measurement.from_samples(name, samples, reached_target=reached, rel_ci=rel_ci,
@@ -133,7 +133,7 @@ def _fixed(name: str, samples: list[float], rel_ci: float = 0.05, **kwargs: Any)
 
 
 def _measurements(cmp: Any) -> dict[str, Any]:
-    from asafe import workload as wl
+    from asafe.app import workload as wl
 
     names = (*wl.VARIANTS, wl.ORACLE)
     warm = cmp.warmup_seconds
@@ -146,8 +146,8 @@ def _measurements(cmp: Any) -> dict[str, Any]:
 
 def section_phases(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
                    results: Results, name: str = "phases") -> Any:
-    from asafe import demo
-    from asafe import workload as wl
+    from asafe.app import demo
+    from asafe.app import workload as wl
 
     def done(run: Any) -> None:
         label = "warm-up" if run.warmup else f"round {run.repetition + 1}"
@@ -195,8 +195,8 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
 
 def section_sweep(client: Any, phases: list, thresholds: Any, expected: list, quick: bool,
                   results: Results) -> dict:
-    from asafe import workload as wl
-    from asafe.measure import median
+    from asafe.app import workload as wl
+    from asafe.app.stats import median
 
     alphas, betas = (QUICK_ALPHAS, QUICK_BETAS) if quick else (ALPHAS, BETAS)
     reps = 1 if quick else 2
@@ -269,7 +269,7 @@ def calibrate(client: Any, phases: list, thresholds: Any) -> dict[str, Any]:
     """Measure conversion, production and transfer costs; derive alpha and beta (see the module docstring)."""
     from distributed import wait
 
-    from asafe import workload as wl
+    from asafe.app import workload as wl
 
     t_start = time.perf_counter()
     denseish = next((p for p in phases if p.placement == "local" and p.fill < 1.0), phases[0])
@@ -334,8 +334,8 @@ def _identity_size(panel: Any) -> int:
 
 def section_calibrate(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
                       results: Results) -> dict:
-    from asafe import workload as wl
-    from asafe.measure import median, rotations
+    from asafe.app import workload as wl
+    from asafe.app.stats import median, rotations
 
     print("\ncalibrate: conversion, production and transfer costs of this machine")
     cal = calibrate(client, phases, thresholds)
@@ -391,8 +391,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected sections; print tables; write results.json and PNGs."""
-    from asafe import demo
-    from asafe import workload as wl
+    from asafe.app import demo
+    from asafe.app import workload as wl
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.workers < 2:

@@ -35,15 +35,15 @@ _load_benchmarks()
 
 @pytest.fixture(scope="session")
 def hotpath():
-    """``asafe._hotpath``, the compiled hooks: skipped where it was not built.
+    """``asafe.schedulers._hotpath``, the compiled hooks: skipped where it was not built.
 
     ``ASAFE_TEST_REQUIRE_COMPILED=1`` (set by ``.ci/run``) makes a missing build a
     failure instead, so that CI cannot pass on the fallback alone.
     """
-    from asafe import local
+    from asafe.schedulers import local
 
     if local._hotpath is None:
-        message = "asafe._hotpath was not built (no C compiler at install time?)"
+        message = "asafe.schedulers._hotpath was not built (no C compiler at install time?)"
         if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
             pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
         pytest.skip(message)

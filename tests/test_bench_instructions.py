@@ -72,7 +72,7 @@ def test_the_child_program_of_every_variant_runs_and_checks_its_result(variant, 
 
 
 def test_a_run_without_the_compiled_hooks_is_flagged(monkeypatch, tmp_path, capsys):
-    from asafe import local
+    from asafe.schedulers import local
     from benchmarks import overhead
     from benchmarks.harness import Results
 

@@ -1,10 +1,7 @@
-"""The harness's statistics (benchmarks/stats.py) against known distributions.
+"""The statistics of the demo and the harness (asafe/app/stats.py) against known distributions.
 
 Deterministic: every random draw comes from a seeded generator; no timing is
-asserted anywhere. ``benchmarks`` is not an installed package: it is loaded from
-the checkout by file location, without putting the repository root on
-``sys.path`` (that would make later ``import asafe`` pick the source folder
-instead of the installed package that these tests must exercise).
+asserted anywhere.
 """
 from __future__ import annotations
 
@@ -15,10 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-
-
-# benchmarks is loaded from the checkout by tests/conftest.py
-from benchmarks import stats  # noqa: E402
+from asafe.app import stats
 
 TRIALS = 400
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from asafe.cli import main
+from asafe.app.cli import main
 
 
 @pytest.mark.parametrize("args", [["--help"]] + [[name, "--help"] for name in sorted(main.commands)])

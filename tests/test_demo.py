@@ -11,9 +11,9 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from asafe import workload as wl
-from asafe.cli import main
-from asafe.demo import DemoError, run_demo
+from asafe.app import workload as wl
+from asafe.app.cli import main
+from asafe.app.demo import DemoError, run_demo
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,7 +53,7 @@ def test_png_is_written(report):
 def test_environment(report):
     env = report[0]["environment"]
     assert env["workers"] == 2 and env["threads_per_worker"] == [1]
-    assert env["machine"]["logical_cores"] >= 1 and env["machine"]["cpu"]
+    assert env["cpu"]["logical_cores"] >= 1 and env["cpu"]["model"]
     for name in ("numpy", "scipy", "numba", "dask", "distributed"):
         assert env["packages"][name]
 

@@ -40,8 +40,8 @@ NO_DOCS = "docs/ is absent: the tests run outside a checkout of the repository"
 # editable install keeps it outside asafe/ (setup.py package_dir).
 PACKAGES = ("asafe", "asafe.compression")
 CORE_MODULES = {
-    "asafe", "asafe.types", "asafe.mode", "asafe.tracker", "asafe.domains", "asafe.runtime",
-    "asafe.board", "asafe.local", "asafe.config", "asafe.signals", "asafe.compression",
+    "asafe", "asafe.core.types", "asafe.core.mode", "asafe.core.tracker", "asafe.core.domains", "asafe.core.runtime",
+    "asafe.schedulers.board", "asafe.schedulers.local", "asafe.core.config", "asafe.core.signals", "asafe.compression",
 }
 
 

@@ -1,4 +1,4 @@
-"""asafe._hotpath, the compiled per-task hooks: the same events as the Python hooks.
+"""asafe.schedulers._hotpath, the compiled per-task hooks: the same events as the Python hooks.
 
 ``tests/test_local.py`` runs every adaptive-run test on both hooks; here the
 two are compared event for event on random graphs, and the compiled types and
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asafe
-from asafe import local
+from asafe.schedulers import local
 
 
 def make_runtime():
@@ -89,7 +89,7 @@ def test_compiled_and_python_hooks_report_the_same_events(hotpath, nodes):
         if annotated:
             with asafe.task_type("tagged"):
                 built.append(dask.delayed(func, pure=False)(*deps))
-            task_type = "tagged"  # the annotation beats the decorator (asafe.types)
+            task_type = "tagged"  # the annotation beats the decorator (asafe.core.types)
         else:
             built.append(dask.delayed(func, pure=False)(*deps))
         expected[task_type, name, "added"] += 1
@@ -342,9 +342,9 @@ def test_without_the_compiled_module_the_python_hooks_run(tmp_path):
     """A build without a C compiler: asafe imports, tracks with the Python hooks, same results."""
     code = textwrap.dedent("""
         import sys
-        sys.modules["asafe._hotpath"] = None  # as if it had not been built
+        sys.modules["asafe.schedulers._hotpath"] = None  # as if it had not been built
         import dask, asafe
-        from asafe import local
+        from asafe.schedulers import local
         assert local._hotpath is None and local._Tally is local._PyTally
         rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))])
         with asafe.adaptive(rt, scheduler="threads"):

@@ -27,7 +27,7 @@ def work(i, previous=None):
 
 @pytest.fixture(scope="module", autouse=True, params=["compiled", "python"])
 def hooks(request):
-    """Every test here runs on both per-task hooks: compiled (asafe._hotpath) and pure Python."""
+    """Every test here runs on both per-task hooks: compiled (asafe.schedulers._hotpath) and pure Python."""
     if request.param == "compiled":
         request.getfixturevalue("hotpath")
     with dask.config.set({"asafe.local.compiled-hooks": request.param == "compiled"}):
@@ -248,7 +248,7 @@ def work_block(block):
 def test_prefix_of_a_string_key_is_key_split(key):
     from dask.utils import key_split
 
-    from asafe.local import _prefix
+    from asafe.schedulers.local import _prefix
 
     assert _prefix(key) == key_split(key)
 
@@ -260,7 +260,7 @@ def test_prefix_of_a_string_key_is_key_split(key):
 def test_prefix_of_known_keys(key):
     from dask.utils import key_split
 
-    from asafe.local import _prefix
+    from asafe.schedulers.local import _prefix
 
     assert _prefix(key) == key_split(key)
 

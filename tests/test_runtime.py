@@ -10,7 +10,8 @@ import pytest
 
 import asafe
 from asafe import AdaptiveRuntime, EfficiencyDomain, Hysteresis, ModeVector, Optimization
-from asafe.config import import_by_path, load_optimizations, settings
+from asafe.core.config import import_by_path, settings
+from asafe.core.runtime import load_optimizations
 
 COMM = ModeVector({"compute": 1, "communication": 9})
 COMP = ModeVector({"compute": 9, "communication": 1})

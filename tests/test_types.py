@@ -6,7 +6,7 @@ import dask.array as da
 import pytest
 
 import asafe
-from asafe.types import resolve_type, type_of_callable, type_of_task, validate_type
+from asafe.core.types import resolve_type, type_of_callable, type_of_task, validate_type
 
 
 @asafe.typed("communication")

@@ -1,4 +1,4 @@
-"""The phased Graph500 workload (asafe.workload): matrices, tasks, and every phase on a LocalCluster.
+"""The phased Graph500 workload (asafe.app.workload): matrices, tasks, and every phase on a LocalCluster.
 
 No timing assertions: the workload's performance is measured by ``asafe demo``
 and ``python -m benchmarks phased``. Here every phase must give scipy's answer
@@ -12,8 +12,8 @@ import pytest
 import scipy.sparse as sp
 
 import asafe
-from asafe import workload as wl
-from asafe.types import type_of_callable
+from asafe.app import workload as wl
+from asafe.core.types import type_of_callable
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -122,12 +122,12 @@ def test_placement_needs_two_workers_to_ship():
 
 
 def test_measure_statistics_agree_with_the_definition():
-    from asafe.measure import median_ci, paired_ratio, summarize
+    from asafe.app.stats import describe, median_ci, paired_ratio
 
     ci = median_ci(range(1, 21))
     assert (ci.low, ci.high, ci.exact) == (6.0, 15.0, True) and ci.coverage >= 0.95
-    assert summarize([1.0])["ci95"] == [1.0, 1.0]
-    assert summarize([1.0, 2.0, 3.0])["unstable"]  # 3 samples cannot give 95%
+    assert describe([1.0])["ci95"] == [1.0, 1.0]
+    assert describe([1.0, 2.0, 3.0])["unstable"]  # 3 samples cannot give 95%
     ratio, (low, high), _ = paired_ratio([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
     assert ratio == low == high == 2.0
 

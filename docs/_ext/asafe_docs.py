@@ -282,7 +282,7 @@ def _public_key(name: str, obj: Any) -> tuple[str, int]:
 def public_name_of(dotted: str, public: dict[tuple[str, int], str]) -> str | None:
     """The public name of what ``dotted`` designates, if it is (a member of) an exported object.
 
-    ``asafe.types.typed`` gives ``asafe.typed``;
+    ``asafe.core.types.typed`` gives ``asafe.typed``;
     ``asafe.compression.matrix.TiledMatrix.from_dense`` gives
     ``asafe.compression.TiledMatrix.from_dense``.
     """
@@ -327,7 +327,7 @@ def resolve_reexports(app, env, node, contnode):
 
     Every public object is documented once, under its public name (``asafe.typed``),
     and the docstrings of the defining modules refer to it relatively
-    (``:func:`typed``` in :mod:`asafe.types`); names used in the docstring of a
+    (``:func:`typed``` in :mod:`asafe.core.types`); names used in the docstring of a
     re-exported class are looked up in the module that defines the class. Without
     this they would be left unlinked.
     """

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import asafe
-from asafe import board
+from asafe.schedulers import board
 from asafe.compression import (
     CostModel,
     DenseTile,

@@ -90,7 +90,7 @@ def _installed(client, rt, **kwargs):
 
 def _boards(client):
     """What asafe.is_on answers on each worker: {address: states}."""
-    return client.run(asafe.board.snapshot)
+    return client.run(asafe.schedulers.board.snapshot)
 
 
 # Helpers as fixtures: test modules imported in importlib mode cannot import conftest.

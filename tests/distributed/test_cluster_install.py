@@ -88,9 +88,9 @@ def test_install_another_runtime_replaces(client, make_runtime, installed):
 
 def test_attach(client, make_runtime, installed):
     with pytest.raises(RuntimeError, match="not installed"):
-        asafe.distributed.attach(client)
+        asafe.schedulers.distributed.attach(client)
     with installed(client, make_runtime()) as handle:
-        attached = asafe.distributed.attach(client)
+        attached = asafe.schedulers.distributed.attach(client)
         assert attached.token == handle.token and attached.states == handle.states
 
 
@@ -133,7 +133,7 @@ def test_states_propagate_in_order(client, make_runtime, installed):
             versions = [v for v, _, _ in r]
             assert versions == [0, 1, 2, 3]  # the hello reply, then every push, in order
             assert all(arrived >= sent - 1.0 for _, sent, arrived in r)  # one host: same clock
-        assert client.run(asafe.board.snapshot) == {w: {"compression": True} for w in receipts}
+        assert client.run(asafe.schedulers.board.snapshot) == {w: {"compression": True} for w in receipts}
         assert [t.new for t in handle.history] == [True, False, True]
 
 

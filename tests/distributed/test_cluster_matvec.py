@@ -7,7 +7,7 @@ import pytest
 import asafe
 from asafe.compression import distributed as dmv
 from asafe.compression import graph500
-from asafe.types import type_of_callable
+from asafe.core.types import type_of_callable
 
 pytestmark = pytest.mark.timeout(180)
 

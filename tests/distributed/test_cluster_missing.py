@@ -64,5 +64,5 @@ def test_workers_without_asafe_give_a_clear_error(mixed_client, make_runtime):
     assert bad in message and good not in message and "1 of 2" in message
     # nothing was installed anywhere
     with pytest.raises(RuntimeError, match="not installed"):
-        asafe.distributed.attach(client)
+        asafe.schedulers.distributed.attach(client)
     assert client.run(lambda dask_worker: "asafe" in dask_worker.plugins) == {good: False, bad: False}

@@ -72,7 +72,7 @@ def preloaded(tmp_path_factory):
 
 def test_preload_enables_asafe_from_configuration(preloaded, boards):
     client, scheduler_log = preloaded
-    handle = asafe.distributed.attach(client)
+    handle = asafe.schedulers.distributed.attach(client)
     assert handle.states == {"compression": False}
     domain = client.run_on_scheduler(_domain)
     assert domain == "Hysteresis(alpha=0.25, beta=4.0, metric='ratio')"  # from the environment

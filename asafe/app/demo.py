@@ -1,6 +1,6 @@
 """``asafe demo``: the phased Graph500 workload, adaptive against static compression.
 
-The demo runs the four phases of :mod:`asafe.workload` on a Dask cluster -- an
+The demo runs the four phases of :mod:`asafe.app.workload` on a Dask cluster -- an
 embedded ``LocalCluster`` of worker processes by default, or an existing one
 (``--scheduler-address``) -- under four variants:
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import workload as wl
-from .measure import environment, median, paired_ratio, summarize
+from .stats import describe, environment, median, paired_ratio
 
 __all__ = ["run_demo", "DemoError", "TARGETS", "plot_report", "build_report", "connect", "default_repetitions"]
 
@@ -105,7 +105,7 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
     variants = {}
     for v in (*wl.VARIANTS, wl.ORACLE):
         totals = cmp.totals(v)
-        entry = summarize(totals) if totals else {"median_s": None, "ci95": [None, None]}
+        entry = describe(totals) if totals else {"median_s": None, "ci95": [None, None]}
         entry["correct"] = cmp.correct(v)
         entry["per_phase_median_s"] = cmp.phase_medians(v) if totals else []
         variants[v] = entry
@@ -184,7 +184,7 @@ def _json_float(x: Any) -> Any:
 
 
 def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, Any], size: str) -> dict[str, Any]:
-    """The JSON report of a comparison (see the module docstring of :mod:`asafe.demo`)."""
+    """The JSON report of a comparison (see the module docstring of :mod:`asafe.app.demo`)."""
     variants = _summaries(cmp)
     choice = cmp.oracle_choice()
     per_rep_transitions = []
@@ -195,7 +195,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         for v in (*wl.VARIANTS, wl.ORACLE):
             samples = [s[i] for s in cmp.samples(v)]
             if samples:
-                s = summarize(samples)
+                s = describe(samples)
                 entry["variants"][v] = {"median_s": s["median_s"], "ci95": s["ci95"], "samples": samples,
                                         "unstable": s["unstable"]}
         entry["max_transitions"] = cmp.transitions_per_phase()[i]
@@ -357,7 +357,7 @@ class _Display:
         state = ""
         if handle is not None:
             info = handle.info("states", "mode", "history")
-            from .mode import ModeVector
+            from ..core.mode import ModeVector
 
             shares, signals = info["mode"]
             mode = ModeVector(shares, **signals)
@@ -455,15 +455,15 @@ def run_demo(
     Parameters
     ----------
     size : {"default", "quick", "test"}
-        The phase sizes (:func:`asafe.workload.phases_for`).
+        The phase sizes (:func:`asafe.app.workload.phases_for`).
     workers, threads_per_worker : int
         The embedded LocalCluster (ignored with ``scheduler_address``).
     scheduler_address : str, optional
         Run on this existing cluster instead (its workers need asafe installed).
     repetitions : int, optional
         Measured rounds (default :func:`default_repetitions`).
-    thresholds : asafe.workload.Thresholds, optional
-        alpha, beta, window, dwell (default :data:`asafe.workload.DEFAULT_THRESHOLDS`).
+    thresholds : asafe.app.workload.Thresholds, optional
+        alpha, beta, window, dwell (default :data:`asafe.app.workload.DEFAULT_THRESHOLDS`).
     plot, json_path : path or None
         Where the PNG and the JSON go (``None``: not written).
     console : rich.console.Console, optional

@@ -17,7 +17,7 @@ measurements of one group (``count`` of them, ``seconds`` in total): batches
 arrive aggregated, see below. When the window overflows, the oldest entry loses
 the overflowing measurements at its mean duration.
 
-*Batches.* Scheduler integrations on a hot path (:mod:`asafe.local`) do not call
+*Batches.* Scheduler integrations on a hot path (:mod:`asafe.schedulers.local`) do not call
 the tracker per task: they count, per ``(type, prefix)`` group, the tasks added
 and finished and the seconds measured since the last evaluation, and hand the
 tallies over in one :meth:`ModeTracker.ingest`. The tracker's work is then per

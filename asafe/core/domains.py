@@ -8,7 +8,7 @@ signal that decides it).
 
 :class:`Hysteresis` is the alpha/beta rule of the adaptive compression engine.
 Domains are named in configuration by dotted path with their keyword arguments
-(see :func:`asafe.config.load_optimizations`), as distributed's active memory
+(see :func:`asafe.core.runtime.load_optimizations`), as distributed's active memory
 manager names its policies.
 """
 from __future__ import annotations

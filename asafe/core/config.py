@@ -6,7 +6,9 @@ so ``~/.config/dask/*.yaml`` files and environment variables such as
 ``DASK_ASAFE__CONTROLLER__DWELL=1s`` override them as they override Dask's own.
 
 Optimizations are configured as distributed's active memory manager configures its
-policies: a list of ``{name, domain: dotted.path, kwargs, initial}`` entries.
+policies: a list of ``{name, domain: dotted.path, kwargs, initial}`` entries, which
+:func:`asafe.core.runtime.load_optimizations` builds. This module reads settings
+and imports nothing else of asafe, so every room may import it.
 """
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ import dask.config
 import yaml
 from dask.utils import parse_timedelta
 
-__all__ = ["settings", "load_optimizations", "import_by_path"]
+__all__ = ["settings", "import_by_path", "parse_boolean"]
 
-_DEFAULTS_FILE = os.path.join(os.path.dirname(__file__), "asafe.yaml")
+# asafe.yaml sits at the package root: the one settings file of every room
+_DEFAULTS_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "asafe.yaml")
 
 with open(_DEFAULTS_FILE, encoding="utf-8") as _f:
     _DEFAULTS = yaml.safe_load(_f)
@@ -49,46 +52,9 @@ def settings() -> dict[str, Any]:
         "dwell": _seconds("asafe.controller.dwell"),
         "dwell_tasks": int(get("asafe.controller.dwell-tasks")),
         "history_size": int(get("asafe.controller.history-size")),
-        "signals": _boolean(get("asafe.signals.enabled")),
+        "signals": parse_boolean(get("asafe.signals.enabled")),
         "signals_interval": _seconds("asafe.signals.interval"),
     }
-
-
-def load_optimizations(entries: list[dict] | None = None) -> list:
-    """Build :class:`~asafe.Optimization` objects from configuration entries.
-
-    Parameters
-    ----------
-    entries : list of dict, optional
-        Default: ``dask.config.get("asafe.optimizations")``. Each entry has
-        ``name``, ``domain`` (dotted path of a class or factory), optional
-        ``kwargs`` and optional ``initial``.
-
-    Examples
-    --------
-    >>> load_optimizations([{"name": "f32", "domain": "asafe.Hysteresis",
-    ...                      "kwargs": {"alpha": 0.1, "beta": 0.2, "metric": "cpu"}}])
-    [Optimization('f32', Hysteresis(alpha=0.1, beta=0.2, metric='cpu'), initial=False)]
-    """
-    from .runtime import Optimization
-
-    if entries is None:
-        entries = dask.config.get("asafe.optimizations") or []
-    built = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "name" not in entry or "domain" not in entry:
-            raise ValueError(
-                f"asafe.optimizations[{i}] must be a mapping with 'name' and 'domain' "
-                f"(and optional 'kwargs', 'initial'), got {entry!r}"
-            )
-        unknown = set(entry) - {"name", "domain", "kwargs", "initial"}
-        if unknown:
-            raise ValueError(f"asafe.optimizations[{i}] has unknown keys {sorted(unknown)}; "
-                             "allowed: name, domain, kwargs, initial")
-        factory = import_by_path(entry["domain"])
-        domain = factory(**(entry.get("kwargs") or {}))
-        built.append(Optimization(entry["name"], domain, initial=_boolean(entry.get("initial", False))))
-    return built
 
 
 def import_by_path(path: str) -> Any:
@@ -120,7 +86,14 @@ def _seconds(key: str) -> float:
     return float(seconds)
 
 
-def _boolean(value: Any) -> bool:
+def parse_boolean(value: Any) -> bool:
+    """A boolean setting; strings as environment variables spell them.
+
+    Examples
+    --------
+    >>> parse_boolean("off"), parse_boolean(True)
+    (False, True)
+    """
     if isinstance(value, str):  # environment variables arrive as strings
         lowered = value.strip().lower()
         if lowered in {"true", "1", "yes", "on"}:

@@ -2,7 +2,7 @@
 
 ``handle = asafe.install(client, runtime)`` checks that the scheduler and every
 worker can import asafe, registers the scheduler plugin and then the worker
-plugin through ``client.register_plugin`` (see :mod:`asafe.plugins` for what they
+plugin through ``client.register_plugin`` (see :mod:`asafe.schedulers.plugins` for what they
 do: scheduler events to the mode tracker, transfers in uncompressed-equivalent
 bytes, states pushed to workers), and returns a :class:`RuntimeHandle`. The
 runtime travels to the scheduler (pickled: settings, optimizations, states,
@@ -32,10 +32,10 @@ from typing import Any
 import dask.config
 from dask.utils import parse_timedelta
 
-from .mode import ModeVector
-from .runtime import AdaptiveRuntime, DomainError, Transition
+from ..core.mode import ModeVector
+from ..core.runtime import AdaptiveRuntime, DomainError, Transition
 
-# asafe.plugins imports distributed; it is imported where a cluster is used, so
+# asafe.schedulers.plugins imports distributed; it is imported where a cluster is used, so
 # that ``import asafe`` stays light for Dask's local schedulers.
 NAME = "asafe"
 
@@ -65,8 +65,8 @@ def install(
         How long the check that every worker can import asafe may take. Default
         ``asafe.distributed.timeout``.
     transfer_correction, expected_transfers : bool, optional
-        See :class:`asafe.plugins.AdaptiveSchedulerPlugin`; defaults from
-        ``asafe.distributed.*``.
+        See :class:`asafe.schedulers.plugins.AdaptiveSchedulerPlugin`; defaults from
+        ``asafe.distributed.*`` (configuration keys).
 
     Returns
     -------
@@ -188,7 +188,7 @@ class RuntimeHandle:
     @property
     def plugin_errors(self) -> list:
         """Plugin hooks that raised on the scheduler (scheduling went on), as
-        :class:`asafe.plugins.PluginError`."""
+        :class:`asafe.schedulers.plugins.PluginError`."""
         from .plugins import PluginError
 
         return [PluginError(*e) for e in self.info("plugin")["plugin"]["errors"]]

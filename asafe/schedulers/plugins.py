@@ -26,7 +26,7 @@ tracker event:
   is no longer scheduled;
 * ``restart``: ``clear_scheduled()``.
 
-The type is resolved by :func:`asafe.types.resolve_type`: the ``asafe_type``
+The type is resolved by :func:`asafe.core.types.resolve_type`: the ``asafe_type``
 annotation (``ts.annotations``), else the :func:`asafe.typed` attribute of the
 task's function (``ts.run_spec``, fused subgraphs included), else the runtime's
 default type. The measured durations come from the ``startstops`` that reach
@@ -103,7 +103,7 @@ worker before its handler exists, and on teardown the handler is replaced by a
 no-op instead of being removed. Versions order the RPC reply and the stream (a
 push that overtakes the hello reply wins); the ``token`` names one installation,
 so a push of a replaced installation is ignored. :func:`asafe.is_on` on the
-worker reads the local copy (:func:`asafe.board.publish`): no round trip per call.
+worker reads the local copy (:func:`asafe.schedulers.board.publish`): no round trip per call.
 
 Failures
 --------
@@ -128,10 +128,10 @@ from dask.sizeof import sizeof
 from dask.utils import parse_bytes
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
+from ..core.config import parse_boolean  # environment variables arrive as strings
+from ..core.runtime import AdaptiveRuntime
+from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import board
-from .config import _boolean  # environment variables arrive as strings
-from .runtime import AdaptiveRuntime
-from .types import ANNOTATION, COMMUNICATION, resolve_type
 
 __all__ = [
     "NAME",
@@ -246,10 +246,10 @@ def uncompressed_seconds(seconds: float, logical: float, wire: float, bandwidth:
 def _settings() -> dict[str, Any]:
     get = dask.config.get
     return {
-        "transfer_correction": _boolean(get("asafe.distributed.transfer-correction", True)),
-        "expected_transfers": _boolean(get("asafe.distributed.expected-transfers", True)),
+        "transfer_correction": parse_boolean(get("asafe.distributed.transfer-correction", True)),
+        "expected_transfers": parse_boolean(get("asafe.distributed.expected-transfers", True)),
         "bandwidth_min_bytes": parse_bytes(get("asafe.distributed.bandwidth-min-bytes", "64 KiB")),
-        "record_sizes": _boolean(get("asafe.distributed.record-sizes", True)),
+        "record_sizes": parse_boolean(get("asafe.distributed.record-sizes", True)),
     }
 
 
@@ -615,7 +615,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         return {"uninstalled": True, "token": self.token}
 
     def info(self, what: list[str] | None = None) -> dict[str, Any]:
-        """What a :class:`~asafe.distributed.RuntimeHandle` reads, as plain data."""
+        """What a :class:`~asafe.schedulers.distributed.RuntimeHandle` reads, as plain data."""
         what = set(what or ("states", "mode"))
         rt = self.runtime
         out: dict[str, Any] = {"token": self.token}

@@ -23,7 +23,7 @@ receives and then runs the scheduler you chose. A ``dask.compute(...,
 scheduler=...)`` call that names a scheduler explicitly bypasses that ``get``:
 its tasks are still tracked, typed by :func:`asafe.typed` and the default type.
 
-States reach tasks through :mod:`asafe.board`: in-process for threads and the
+States reach tasks through :mod:`asafe.schedulers.board`: in-process for threads and the
 synchronous scheduler, through a shared memory map for the processes scheduler.
 """
 from __future__ import annotations
@@ -45,10 +45,10 @@ try:  # the function Dask puts in fused tasks
 except ImportError:  # pragma: no cover - older Dask
     _execute_subgraph = None
 
+from ..core.config import parse_boolean
+from ..core.runtime import AdaptiveRuntime
+from ..core.types import ANNOTATION, resolve_type, type_of_callable
 from . import board
-from .config import _boolean
-from .runtime import AdaptiveRuntime
-from .types import ANNOTATION, resolve_type, type_of_callable
 
 __all__ = ["adaptive"]
 
@@ -56,7 +56,7 @@ _run = threading.local()  # per calling thread: the annotations of the pending c
 _RUN = "asafe-run"  # the key of a run's _Run in Dask's per-run ``state`` dict
 
 
-try:  # the compiled hooks (asafe/_hotpath.c), optional: see _TrackingCallback
+try:  # the compiled hooks (asafe/schedulers/_hotpath.c), optional: see _TrackingCallback
     from . import _hotpath
 except ImportError:  # built without a C compiler: the pure-Python hooks
     _hotpath = None
@@ -86,7 +86,7 @@ class _PyRunState:
         self.started: dict = {}  # key -> start time, running tasks only
         # callable -> {key name or prefix -> _Tally}: a task's group is found
         # from its function and key without building a tuple (nothing here
-        # allocates per task: see asafe.tracker on the garbage collector)
+        # allocates per task: see asafe.core.tracker on the garbage collector)
         self.by_func: dict = {}
         self.next_flush = 0.0
 
@@ -149,8 +149,8 @@ class _TrackingCallback(Callback):
     few groups), so the tracker does no work per task.
 
     The per-task steps (``pretask``, ``posttask`` and the loop of
-    :meth:`_schedule`) are compiled where ``asafe._hotpath`` was built
-    (``asafe/_hotpath.c``, without the interpreter's frames) and
+    :meth:`_schedule`) are compiled where ``asafe.schedulers._hotpath`` was built
+    (``asafe/schedulers/_hotpath.c``, without the interpreter's frames) and
     ``asafe.local.compiled-hooks`` is true. The methods below are the
     reference and the fallback; both take the same slow path, as the compiled
     hooks call back :meth:`_resolve` and :meth:`_flush`. The compiled hooks
@@ -297,7 +297,7 @@ def _compiled_hooks_configured() -> bool:
     """``asafe.local.compiled-hooks``, validated."""
     value = dask.config.get("asafe.local.compiled-hooks", True)
     try:
-        return _boolean(value)
+        return parse_boolean(value)
     except ValueError:
         raise ValueError(f"asafe.local.compiled-hooks must be true or false, got {value!r}") from None
 

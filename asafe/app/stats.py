@@ -1,8 +1,13 @@
-"""Pure statistics for the benchmark harness (no Dask, no timing, no I/O).
+"""The one statistics module of ``asafe demo`` and of every benchmark suite.
 
-Everything here takes plain sequences of numbers and returns numbers, so each rule
-can be tested against known distributions (``tests/test_bench_stats.py``). The
-choices follow Hoefler & Belli, "Scientific benchmarking of parallel computing
+The demo (installed with asafe) and the benchmark harness (``benchmarks/``, run
+from a checkout) measure the same way, with the functions here: a median with
+its distribution-free interval, paired ratios of interleaved rounds, the stop
+rule, the order of variants in each round (:func:`rotations`), and the machine
+and software a result was measured on (:func:`environment`, with the git commit
+and whether the tree was dirty). Apart from :func:`environment`, everything takes
+plain sequences of numbers and returns numbers, so each rule can be tested
+against known distributions (``tests/test_bench_stats.py``). The choices follow Hoefler & Belli, "Scientific benchmarking of parallel computing
 systems" (SC15), rules 5, 6 and 8 (``/work/shared/seeds/``), and the project's
 ``BENCHMARKING.md``:
 
@@ -53,21 +58,42 @@ Difference test: Mann-Whitney U (two-sided), :func:`mann_whitney_p`
     (:func:`significant`) only when their median intervals do not overlap AND
     ``p < 0.05``.
 
+Order of variants: :func:`rotations`
+    Variants compared with each other run in alternating order, rotated every
+    round (A B C, B C A, C A B, ...), so none always runs first after a pause.
+
 Stop rule: :func:`stop_decision`
     Sampling stops when every variant has at least ``min_samples`` and its 95% CI
     of the median lies within +-``rel_ci`` of its median (target reached), or when
     ``max_samples`` or ``max_seconds`` is hit (target not reached, and the reason
     says which cap).
+
+Examples
+--------
+>>> median([1, 3, 2, 10])
+2.5
+>>> ci = median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0])
+>>> ci.low, ci.high, ci.coverage, ci.exact
+(1.0, 6.0, 0.96875, True)
+>>> rotations(["a", "b", "c"], 4)
+[['a', 'b', 'c'], ['b', 'c', 'a'], ['c', 'a', 'b'], ['a', 'b', 'c']]
 """
 from __future__ import annotations
 
+import datetime as _dt
 import math
+import numbers
+import os
+import platform
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-
-from asafe.measure import median_ci_ranks  # one implementation, installed with asafe (the demo uses it)
 
 __all__ = [
     "CONFIDENCE",
@@ -75,6 +101,7 @@ __all__ = [
     "MedianCI",
     "Summary",
     "StopDecision",
+    "median",
     "median_ci",
     "median_ci_ranks",
     "percentile",
@@ -89,9 +116,14 @@ __all__ = [
     "intervals_overlap",
     "significant",
     "stop_decision",
+    "describe",
+    "rotations",
+    "cpu_model",
+    "git_state",
+    "environment",
 ]
 
-#: Confidence level of every interval the harness reports.
+#: Confidence level of every interval reported.
 CONFIDENCE = 0.95
 #: A result whose spread (IQR / median) exceeds this is unstable.
 UNSTABLE_SPREAD = 0.10
@@ -164,6 +196,52 @@ def _as_array(samples: Sequence[float], what: str = "samples") -> np.ndarray:
 def _check_confidence(confidence: float) -> None:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float, bool]:
+    """Order-statistic ranks of the distribution-free interval of the median.
+
+    Returns ``(low_rank, high_rank, coverage, exact)``: the 1-based ranks ``l``
+    and ``n - l + 1`` of the narrowest symmetric pair whose coverage
+    ``1 - 2 P(Binomial(n, 1/2) <= l - 1)`` reaches ``confidence``, that coverage,
+    and whether it does reach it (not for ``n <= 5`` at 95%, where ``[min, max]``
+    is returned). The binomial is summed in exact integers.
+
+    >>> median_ci_ranks(6)
+    (1, 6, 0.96875, True)
+    >>> median_ci_ranks(5)
+    (1, 5, 0.9375, False)
+    >>> median_ci_ranks(20)[:2]
+    (6, 15)
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    n = int(n)
+    half_alpha = (1.0 - confidence) / 2.0
+    outcomes = 1 << n
+    low_rank, exact = 1, False
+    tail = 1  # outcomes with at most low_rank - 1 samples below the median
+    below, term = 0, 1  # term = comb(n, x), updated in exact integers
+    for x in range((n + 1) // 2):  # P(B <= x) grows with x: the last x under alpha / 2
+        below += term
+        term = term * (n - x) // (x + 1)
+        if below / outcomes > half_alpha * (1 + 1e-12):  # a tiny slack absorbs rounding
+            break
+        low_rank, exact, tail = x + 1, True, below
+    coverage = 1.0 - 2 * tail / outcomes  # int / int: exact, no overflow for large n
+    return low_rank, n - low_rank + 1, coverage, exact
+
+
+def median(samples: Sequence[float]) -> float:
+    """The sample median.
+
+    >>> median([1, 3, 2, 10])
+    2.5
+    """
+    return float(np.median(_as_array(samples)))
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> MedianCI:
@@ -447,3 +525,168 @@ def stop_decision(
         return StopDecision(True, reached and n_min >= min_samples,
                             f"max_seconds={max_seconds:g} reached after {n_min} samples{short}{outside}")
     return StopDecision(False, False, f"continue ({n_min} samples){outside}")
+
+
+def describe(samples: Sequence[float], rel_ci: float = 0.05, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """One result as plain data: median, interval, spread, and why it is unstable.
+
+    The form ``asafe demo`` writes in its JSON: ``unstable`` when the spread is
+    above 10% of the median or the interval is not within +-``rel_ci`` of it (or
+    the samples are too few for the confidence level), with the reason.
+
+    Examples
+    --------
+    >>> d = describe([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0])
+    >>> d["median_s"], d["ci95"], d["unstable"]
+    (1.0, [0.98, 1.02], False)
+    >>> describe([1.0, 2.0, 3.0])["unstable"]   # 3 samples cannot give 95%
+    True
+    """
+    s = summarize(samples, confidence)
+    reason = instability(samples, ci_within(samples, rel_ci, confidence), rel_ci=rel_ci)
+    return {
+        "median_s": s.median,
+        "ci95": [s.ci95[0], s.ci95[1]],
+        "ci_coverage": s.ci_coverage,
+        "ci_exact": s.ci_exact,
+        "n": s.n,
+        "min_s": s.min,
+        "max_s": s.max,
+        "spread": s.spread,
+        "unstable": reason is not None,
+        "unstable_reason": reason,
+        "samples": [float(v) for v in samples],
+    }
+
+
+def rotations(names: Sequence[str], rounds: int) -> list[list[str]]:
+    """The order of the variants in each round, rotated every round."""
+    names = list(names)
+    return [names[r % len(names):] + names[:r % len(names)] for r in range(rounds)]
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+_PACKAGES = ("numpy", "scipy", "numba", "dask", "distributed", "asafe", "psutil", "matplotlib", "threadpoolctl",
+             "rich")
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                     "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY",
+                     "MALLOC_TRIM_THRESHOLD_")
+
+
+def _package_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _numba_threads() -> dict[str, Any]:
+    info: dict[str, Any] = {"imported": "numba" in sys.modules}
+    if not info["imported"]:  # importing numba only to describe it would take seconds
+        return info
+    numba = sys.modules["numba"]
+    try:
+        info["NUMBA_NUM_THREADS"] = int(numba.config.NUMBA_NUM_THREADS)
+        info["num_threads"] = int(numba.get_num_threads())
+    except Exception:  # a description must not fail the run it describes
+        pass
+    try:
+        info["threading_layer"] = numba.threading_layer()
+    except Exception:  # ValueError until a parallel kernel has run
+        info["threading_layer"] = None
+    return info
+
+
+def _threadpools() -> list[dict[str, Any]]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keys = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "architecture")
+    return [{k: pool.get(k) for k in keys if k in pool} for pool in threadpool_info()]
+
+
+def git_state(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The commit of the git tree holding ``path`` (default: the imported asafe) and whether it is dirty.
+
+    ``{"commit": None}`` where that code is not in a git tree (a plain ``pip
+    install``): the result then cannot name its commit, and says so.
+    """
+    root = Path(path) if path is not None else Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def environment(**extra: Any) -> dict[str, Any]:
+    """Describe the machine and software a result was measured on.
+
+    Parameters
+    ----------
+    **extra
+        Run settings to record with it, e.g. ``scheduler="threads", workers=2``.
+        They must not reuse a built-in key.
+
+    Returns
+    -------
+    dict
+        ``cpu`` (model, physical/logical/usable cores), ``memory`` (total and
+        available bytes), ``os``, ``python``, ``packages`` (versions of numpy, scipy,
+        numba, dask, distributed, asafe, ...), ``asafe_path`` (which copy is
+        imported), ``threads`` (thread environment variables, threadpoolctl pools,
+        numba's threads and threading layer if numba is imported), ``load_average``
+        (1, 5, 15 min: these machines are shared), ``git`` (commit and dirty flag
+        of the imported asafe's tree), ``time`` (UTC), then ``extra``. Plain data,
+        ready for JSON.
+    """
+    import psutil
+
+    memory = psutil.virtual_memory()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    asafe_module = sys.modules.get("asafe")
+    info: dict[str, Any] = {
+        "cpu": {"model": cpu_model(), "physical_cores": psutil.cpu_count(logical=False),
+                "logical_cores": psutil.cpu_count(logical=True), "usable_cores": usable,
+                "machine": platform.machine()},
+        "memory": {"total_bytes": int(memory.total), "total_gib": round(memory.total / 2**30, 2),
+                   "available_bytes": int(memory.available)},
+        "os": {"platform": platform.platform(), "system": platform.system(), "release": platform.release()},
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                   "executable": sys.executable},
+        "packages": _package_versions(),
+        "asafe_path": getattr(asafe_module, "__file__", None),
+        "threads": {"env": {k: os.environ.get(k) for k in _THREAD_VARIABLES},
+                    "threadpoolctl": _threadpools(), "numba": _numba_threads()},
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "git": git_state(),
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    clash = sorted(set(extra) & set(info))
+    if clash:
+        raise ValueError(f"environment(): extra keys {clash} would overwrite built-in ones")
+    info.update(extra)
+    return info

@@ -1,7 +1,7 @@
 """Optimizations and the adaptive runtime (the controller).
 
 An :class:`Optimization` is a name, an efficiency domain and a state (on/off). The
-:class:`AdaptiveRuntime` owns a :class:`~asafe.tracker.ModeTracker`; whenever it
+:class:`AdaptiveRuntime` owns a :class:`~asafe.core.tracker.ModeTracker`; whenever it
 is evaluated (throttled to once per ``interval`` on the event path) it builds the
 mode vector, asks each optimization's domain for its next state, applies the
 dwell rule, records every transition in :attr:`AdaptiveRuntime.history` and tells
@@ -9,7 +9,7 @@ its subscribers (the state board of the local schedulers, the scheduler plugin o
 a cluster).
 
 Scheduler integrations feed the tracker and call :meth:`AdaptiveRuntime.evaluate`;
-they live in :mod:`asafe.local` and :mod:`asafe.distributed`.
+they live in :mod:`asafe.schedulers.local` and :mod:`asafe.schedulers.distributed`.
 """
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+import dask.config as _dask_config
+
 from . import config as _config
 from .domains import EfficiencyDomain
 from .mode import ModeVector
@@ -28,7 +30,7 @@ from .signals import SystemSignals
 from .tracker import ModeTracker
 from .types import validate_type
 
-__all__ = ["Optimization", "Transition", "DomainError", "AdaptiveRuntime"]
+__all__ = ["Optimization", "Transition", "DomainError", "AdaptiveRuntime", "load_optimizations"]
 
 logger = logging.getLogger("asafe")
 
@@ -107,8 +109,8 @@ class AdaptiveRuntime:
     optimizations : iterable of Optimization, optional
         Default: those configured under ``asafe.optimizations``.
     window, blend, default_duration
-        Mode tracker settings (see :class:`~asafe.tracker.ModeTracker`); defaults
-        from ``asafe.tracker.*``.
+        Mode tracker settings (see :class:`~asafe.core.tracker.ModeTracker`); defaults
+        from ``asafe.core.tracker.*``.
     dwell : float
         Minimum seconds between two toggles of one optimization.
     dwell_tasks : int
@@ -152,7 +154,7 @@ class AdaptiveRuntime:
     ) -> None:
         settings = _config.settings()  # read once
         if optimizations is None:
-            optimizations = _config.load_optimizations()
+            optimizations = load_optimizations()
         opts = list(optimizations)
         for opt in opts:
             if not isinstance(opt, Optimization):
@@ -369,3 +371,38 @@ def _non_negative(name: str, value: Any) -> float:
     if math.isnan(number) or number < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return number
+
+
+def load_optimizations(entries: list[dict] | None = None) -> list:
+    """Build :class:`~asafe.Optimization` objects from configuration entries.
+
+    Parameters
+    ----------
+    entries : list of dict, optional
+        Default: ``dask.config.get("asafe.optimizations")``. Each entry has
+        ``name``, ``domain`` (dotted path of a class or factory), optional
+        ``kwargs`` and optional ``initial``.
+
+    Examples
+    --------
+    >>> load_optimizations([{"name": "f32", "domain": "asafe.Hysteresis",
+    ...                      "kwargs": {"alpha": 0.1, "beta": 0.2, "metric": "cpu"}}])
+    [Optimization('f32', Hysteresis(alpha=0.1, beta=0.2, metric='cpu'), initial=False)]
+    """
+    if entries is None:
+        entries = _dask_config.get("asafe.optimizations") or []
+    built = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "name" not in entry or "domain" not in entry:
+            raise ValueError(
+                f"asafe.optimizations[{i}] must be a mapping with 'name' and 'domain' "
+                f"(and optional 'kwargs', 'initial'), got {entry!r}"
+            )
+        unknown = set(entry) - {"name", "domain", "kwargs", "initial"}
+        if unknown:
+            raise ValueError(f"asafe.optimizations[{i}] has unknown keys {sorted(unknown)}; "
+                             "allowed: name, domain, kwargs, initial")
+        factory = _config.import_by_path(entry["domain"])
+        domain = factory(**(entry.get("kwargs") or {}))
+        built.append(Optimization(entry["name"], domain, initial=_config.parse_boolean(entry.get("initial", False))))
+    return built

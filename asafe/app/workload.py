@@ -3,7 +3,7 @@
 Real workloads change phase, and a static optimization that wins in one phase
 loses in the next. This module builds such a run on a Dask cluster from
 Graph500-style mixed matrices (:func:`asafe.compression.graph500.mixed_matrix`)
-and validates every phase against scipy. :mod:`asafe.demo` (``asafe demo``) and
+and validates every phase against scipy. :mod:`asafe.app.demo` (``asafe demo``) and
 the ``phased`` benchmark suite measure it.
 
 One phase
@@ -59,7 +59,7 @@ What the adaptive runtime sees
 Producers and multiplies are ``@asafe.typed("compute")``, the gather is
 ``@asafe.typed("communication")``, and the scheduler plugin counts every
 inter-worker transfer as communication in uncompressed-equivalent seconds
-(:mod:`asafe.plugins`). A shipped phase therefore shows a low
+(:mod:`asafe.schedulers.plugins`). A shipped phase therefore shows a low
 compute/communication ratio whether compression is on or off, and a local phase
 a high one (only the small ``x`` vectors move). :func:`adaptive_runtime` builds
 the :class:`~asafe.Hysteresis` runtime the demo uses; :data:`DEFAULT_THRESHOLDS`
@@ -76,8 +76,8 @@ from typing import Any
 
 import numpy as np
 
-from .domains import EfficiencyDomain
-from .types import COMMUNICATION, COMPUTE, typed
+from ..core.domains import EfficiencyDomain
+from ..core.types import COMMUNICATION, COMPUTE, typed
 
 __all__ = [
     "Phase",
@@ -340,7 +340,7 @@ class PhaseMatrix:
 def _generate(scale: int, tile: int, dense_fraction: float, fill: float, edgefactor: int, seed: int) -> Any:
     import scipy.sparse as sp
 
-    from .compression import graph500
+    from ..compression import graph500
 
     if fill >= 1.0 or dense_fraction == 0.0:
         S = graph500.mixed_matrix(scale, tile, dense_fraction, edgefactor=edgefactor, seed=seed)
@@ -422,7 +422,7 @@ def produce_panel(source: PhaseMatrix, first_row: int, stop_row: int, compress: 
     ``compress=None`` asks ``asafe.is_on("compression")`` (the adaptive run);
     ``True``/``False`` force a static setting.
     """
-    from .compression import TiledMatrix
+    from ..compression import TiledMatrix
 
     dense = source.slab(first_row, stop_row)
     return TiledMatrix.from_dense(dense, source.tile, threshold=source.threshold, compress=compress)
@@ -704,8 +704,8 @@ DEFAULT_THRESHOLDS = Thresholds(
 
 def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False) -> Any:
     """The runtime of the ``adaptive`` variant: compression under ``Hysteresis(alpha, beta)``."""
-    from .domains import Hysteresis
-    from .runtime import AdaptiveRuntime, Optimization
+    from ..core.domains import Hysteresis
+    from ..core.runtime import AdaptiveRuntime, Optimization
 
     return AdaptiveRuntime(
         [Optimization("compression", Hysteresis(thresholds.alpha, thresholds.beta), initial=initial)],
@@ -773,13 +773,13 @@ def run_variant(
     installed and pass their setting to every producer (the strongest baseline:
     no plugin cost at all). ``on_step(phase_index, step, steps, handle)`` is
     called between steps (outside the timing); ``handle`` is the
-    :class:`~asafe.distributed.RuntimeHandle` of the adaptive run, else ``None``.
+    :class:`~asafe.schedulers.distributed.RuntimeHandle` of the adaptive run, else ``None``.
     """
     if variant not in _COMPRESS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     handle = None
     if variant == "adaptive":
-        from .distributed import install
+        from ..schedulers.distributed import install
 
         handle = install(client, adaptive_runtime(thresholds))
     try:
@@ -805,7 +805,7 @@ def run_variant(
 
 
 def _ratio(shares: dict[str, float]) -> float:
-    from .mode import ModeVector
+    from ..core.mode import ModeVector
 
     return ModeVector(shares).ratio
 
@@ -831,7 +831,7 @@ class Comparison:
         return [[p.seconds for p in r.phases] for r in runs]
 
     def phase_medians(self, variant: str) -> list[float]:
-        from .measure import median
+        from .stats import median
 
         samples = self.samples(variant)
         return [median([s[p] for s in samples]) for p in range(len(self.phases))]
@@ -893,7 +893,7 @@ def compare(
     ``on_run(variant, repetition, warmup)`` is called before each run,
     ``on_step`` between steps (see :func:`run_variant`), ``on_done(run)`` after each.
     """
-    from .measure import rotations
+    from .stats import rotations
 
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions!r}")
@@ -951,8 +951,8 @@ def observe_ratios(
     :class:`Pinned` domain: the ratios are those the adaptive runtime would see
     in that state. Used to choose alpha and beta.
     """
-    from .distributed import install
-    from .runtime import AdaptiveRuntime, Optimization
+    from ..schedulers.distributed import install
+    from ..core.runtime import AdaptiveRuntime, Optimization
 
     runtime = AdaptiveRuntime([Optimization("compression", Pinned(), initial=bool(compress))],
                               window=thresholds.window, blend=thresholds.blend, signals=False)

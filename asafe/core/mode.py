@@ -4,7 +4,7 @@ A :class:`ModeVector` is an immutable snapshot of what the scheduled and recentl
 measured work consists of: the *share* of work per task type (shares are
 non-negative and sum to 1, or are all zero for an idle scheduler) plus extra
 *signals* such as cpu and memory load. Efficiency domains read it; the mode
-tracker (:mod:`asafe.tracker`) builds it.
+tracker (:mod:`asafe.core.tracker`) builds it.
 
 It is deliberately a small value object: building one costs a dict copy, and it
 prints compactly so that transition logs stay readable.

@@ -1,5 +1,5 @@
 /*
- * asafe._hotpath: the compiled per-task hooks of asafe.local.
+ * asafe.schedulers._hotpath: the compiled per-task hooks of asafe.schedulers.local.
  *
  * Design
  * ------
@@ -9,11 +9,11 @@
  * instructions per task for the pure-Python hooks against 228k for Dask itself,
  * see docs/results/overhead). These two functions do exactly what the
  * pure-Python hooks ``_TrackingCallback._pretask`` and ``_posttask`` in
- * asafe/local.py do, on the same objects, without the interpreter's frames:
+ * asafe/schedulers/local.py do, on the same objects, without the interpreter's frames:
  *
  * - ``Tally``: the counters of one (type, prefix) group, as C fields that the
  *   Python side reads and writes as attributes;
- * - ``RunState``: the base of ``asafe.local._Run``, holding the dicts the hooks
+ * - ``RunState``: the base of ``asafe.schedulers.local._Run``, holding the dicts the hooks
  *   touch per task (``scheduled``, ``started``, ``by_func``) and ``next_flush``;
  * - ``Hooks(resolve, flush, prefix, clock=None)``: ``schedule``, ``pretask``,
  *   ``posttask`` and ``forget``. Everything off the common path stays in Python
@@ -35,7 +35,7 @@
  *   end of a run;
  * - the clock is read without a call through Python or a float object.
  *
- * asafe/local.py is the reference: the Python hooks are the fallback where this
+ * asafe/schedulers/local.py is the reference: the Python hooks are the fallback where this
  * module is not built, and the test suite runs both and compares what they count.
  */
 #define PY_SSIZE_T_CLEAN
@@ -124,7 +124,7 @@ static PyMemberDef Tally_members[] = {
 
 static PyTypeObject TallyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "asafe._hotpath.Tally",
+    .tp_name = "asafe.schedulers._hotpath.Tally",
     .tp_doc = PyDoc_STR("Tally(task_type, prefix): events of one (type, prefix) group since the last flush."),
     .tp_basicsize = sizeof(Tally),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -198,7 +198,7 @@ static PyGetSetDef Entry_getset[] = {
 
 static PyTypeObject EntryType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "asafe._hotpath.Entry",
+    .tp_name = "asafe.schedulers._hotpath.Entry",
     .tp_doc = PyDoc_STR("A scheduled task in run.scheduled (compiled hooks): its Tally and start time."),
     .tp_basicsize = sizeof(Entry),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -289,8 +289,8 @@ static PyMemberDef RunState_members[] = {
 
 static PyTypeObject RunStateType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "asafe._hotpath.RunState",
-    .tp_doc = PyDoc_STR("The per-task state of one run that the hooks touch (base of asafe.local._Run)."),
+    .tp_name = "asafe.schedulers._hotpath.RunState",
+    .tp_doc = PyDoc_STR("The per-task state of one run that the hooks touch (base of asafe.schedulers.local._Run)."),
     .tp_basicsize = sizeof(RunState),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_new = RunState_new,
@@ -829,8 +829,8 @@ static PyMethodDef Hooks_methods[] = {
 
 static PyTypeObject HooksType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "asafe._hotpath.Hooks",
-    .tp_doc = PyDoc_STR("Hooks(resolve, flush, prefix, clock=None): the compiled per-task hooks of asafe.local."),
+    .tp_name = "asafe.schedulers._hotpath.Hooks",
+    .tp_doc = PyDoc_STR("Hooks(resolve, flush, prefix, clock=None): the compiled per-task hooks of asafe.schedulers.local."),
     .tp_basicsize = sizeof(Hooks),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,
@@ -845,8 +845,8 @@ static PyTypeObject HooksType = {
 
 static struct PyModuleDef hotpath_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "asafe._hotpath",
-    .m_doc = PyDoc_STR("The compiled per-task hooks of asafe.local (see the comment atop _hotpath.c)."),
+    .m_name = "asafe.schedulers._hotpath",
+    .m_doc = PyDoc_STR("The compiled per-task hooks of asafe.schedulers.local (see the comment atop _hotpath.c)."),
     .m_size = -1,
 };
 

@@ -1,0 +1,11 @@
+"""The application: what uses the core and the integrations.
+
+* :mod:`~asafe.app.cli` -- the ``asafe`` command (``asafe demo``);
+* :mod:`~asafe.app.demo` -- the demo: variants run side by side, a table, a
+  JSON result and a figure;
+* :mod:`~asafe.app.workload` -- the demo's phased Graph500 workload on a
+  LocalCluster, shared with the ``phased`` benchmark suite;
+* :mod:`~asafe.app.stats` -- the one statistics module (medians,
+  order-statistic intervals, paired ratios, stop rule, environment capture) of
+  the demo and of every benchmark suite.
+"""
