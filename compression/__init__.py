@@ -26,10 +26,7 @@ Examples
 >>> A @ np.arange(4.0)
 array([0., 1., 2., 3.])
 """
-from . import graph500
-from .engine import CostModel, choose_kind, decompress, inspection_count, maybe_compress, produce, tile_threshold
-from .matrix import TiledMatrix, TransposedTiledMatrix
-from .tiles import DenseTile, EmptyTile, SparseTile, Tile
+import importlib
 
 __all__ = [
     "TiledMatrix",
@@ -48,3 +45,42 @@ __all__ = [
     "graph500",
 ]
 
+# Where each public name lives. The package imports a module when one of its
+# names is first used (PEP 562), never during its own initialisation: a worker
+# unpickles a TiledMatrix that arrives from a peer on a communication thread,
+# which imports ``asafe.compression.matrix`` (holding that module's import lock
+# while it imports this package first), while a task on an executor thread may
+# be importing this package. Were the package to import its modules here, each
+# thread would wait for the lock the other holds; CPython breaks that cycle by
+# handing one thread a partially initialised module, and the task fails with
+# "cannot import name 'TiledMatrix' from partially initialized module".
+_HOME = {
+    "TiledMatrix": "matrix",
+    "TransposedTiledMatrix": "matrix",
+    "Tile": "tiles",
+    "DenseTile": "tiles",
+    "SparseTile": "tiles",
+    "EmptyTile": "tiles",
+    "CostModel": "engine",
+    "tile_threshold": "engine",
+    "choose_kind": "engine",
+    "produce": "engine",
+    "maybe_compress": "engine",
+    "decompress": "engine",
+    "inspection_count": "engine",
+    "graph500": "graph500",
+}
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f".{home}", __name__)
+    value = module if home == name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
