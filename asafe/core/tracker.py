@@ -30,12 +30,21 @@ The event path allocates no container per event (the ring is parallel deques):
 with a graph of 100k objects in memory, every 700 tuples allocated would trigger
 a garbage collection that walks them.
 
+*Planned work that is not a task.* A scheduler integration that sees a graph
+before it runs can also say what will move: :meth:`ModeTracker.plan` adds (and
+later removes) expected seconds of a type with a count, such as the transfer of
+a task's output to the worker of its consumer, in uncompressed-equivalent seconds
+(:mod:`asafe.schedulers.forecast`). Planned work belongs to the scheduled view.
+
 The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
-``w = (1 - blend) * min(1, S / M)``, where ``S`` is the expected seconds of the
-scheduled tasks and ``M`` the measured seconds in the window: the scheduled view
-gets its full weight only while it holds as much work as the window, so a few
-stragglers at the end of a phase do not swing the mode. When one view is empty
-the other is used alone.
+``w = (1 - blend) * min(1, N / W)``, where ``N`` counts the scheduled tasks and
+``W`` the measurements in the window: the scheduled view gets its full weight
+only while it holds as many tasks as the window holds measurements, so a
+straggler or two at the end of a phase (a gather and the small transfers into
+it) do not swing the mode, whatever their expected durations; and a phase's
+first tasks, of a prefix never measured, count fully although their durations
+are still the defaults. Planned items are part of a task's work, not tasks:
+they do not count in ``N``. When one view is empty the other is used alone.
 
 Memory is bounded whatever the graph size: the ring holds ``window`` entries and
 groups with no scheduled task are evicted, least recently used first, beyond
@@ -121,6 +130,8 @@ class ModeTracker:
         self._type_average: dict[str, float] = {}
         self._scheduled: dict[str, float] = {}
         self._counts: dict[str, int] = {}  # scheduled tasks per type
+        self._planned: dict[str, float] = {}  # planned seconds per type (not tasks: see plan())
+        self._planned_count = 0
         # the ring: parallel deques (no tuple per entry) of type, seconds, count
         self._ring_types: deque[str] = deque()
         self._ring_seconds: deque[float] = deque()
@@ -192,20 +203,58 @@ class ModeTracker:
         with self._lock:
             self._push(task_type, max(float(seconds), 0.0), 1)
 
+    def plan(self, task_type: str, seconds: float, count: int = 1) -> None:
+        """Add ``count`` planned items of ``seconds`` in total to the scheduled view, or remove them.
+
+        Planned work is expected work that is not a scheduled task, such as the
+        transfer of an output to the worker of its consumer, forecast from the
+        graph before it happens. A negative ``count`` with negative ``seconds``
+        removes what an earlier call added (the integration remembers what it
+        planned). Non-finite seconds are ignored.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+        >>> tracker.add("compute", "produce")
+        >>> tracker.plan("communication", 3.0)   # its output will cross to another worker
+        >>> tracker.mode().ratio
+        0.3333333333333333
+        >>> tracker.plan("communication", -3.0, count=-1)
+        >>> tracker.scheduled_work()
+        {'compute': 1.0}
+        """
+        seconds = float(seconds)
+        if not math.isfinite(seconds):
+            return
+        with self._lock:
+            self._planned_count = max(self._planned_count + int(count), 0)
+            if self._planned_count == 0:  # exact zero: no residue of the running sums
+                self._planned.clear()
+            else:
+                self._planned[task_type] = self._planned.get(task_type, 0.0) + seconds
+
     def clear_scheduled(self) -> None:
-        """Forget every scheduled task (the end of a computation); keep what was learned."""
+        """Forget every scheduled task and planned item (the end of a computation); keep what was learned."""
         with self._lock:
             for group in self._groups.values():
                 group.count = 0
             self._scheduled.clear()
             self._counts.clear()
+            self._planned.clear()
+            self._planned_count = 0
             self._evict()
 
     # reading ----------------------------------------------------------------
     def scheduled_work(self) -> dict[str, float]:
-        """Expected seconds of work per type among scheduled tasks."""
+        """Expected seconds of work per type among scheduled tasks and planned items."""
         with self._lock:
-            return {t: max(w, 0.0) for t, w in self._scheduled.items() if w > 1e-15}
+            return self._scheduled_work()
+
+    def _scheduled_work(self) -> dict[str, float]:
+        work = dict(self._scheduled)
+        for t, w in self._planned.items():
+            work[t] = work.get(t, 0.0) + w
+        return {t: max(w, 0.0) for t, w in work.items() if w > 1e-15}
 
     def measured_work(self) -> dict[str, float]:
         """Measured seconds of work per type in the sliding window."""
@@ -222,9 +271,12 @@ class ModeTracker:
 
     def mode(self, **signals: float) -> ModeVector:
         """The blended mode vector, with extra signals attached."""
-        scheduled = self.scheduled_work()
-        measured = self.measured_work()
-        return ModeVector(_blend(scheduled, measured, self.blend), **signals)
+        with self._lock:
+            scheduled = self._scheduled_work()
+            measured = {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
+            tasks = sum(self._counts.values())
+            fullness = min(1.0, tasks / self._ring_total) if self._ring_total else 1.0
+        return ModeVector(_blend(scheduled, measured, self.blend, fullness), **signals)
 
     def __len__(self) -> int:
         """Number of groups (type, prefix) currently remembered."""
@@ -319,17 +371,20 @@ def _shares(work: dict[str, float]) -> dict[str, float]:
     return {t: w / total for t, w in work.items()} if total > 0 else {}
 
 
-def _blend(scheduled: dict[str, float], measured: dict[str, float], blend: float) -> dict[str, float]:
+def _blend(scheduled: dict[str, float], measured: dict[str, float], blend: float,
+           fullness: float = 1.0) -> dict[str, float]:
     expected_shares = _shares(scheduled)
     measured_shares = _shares(measured)
     if not measured_shares or blend == 0.0:
         return expected_shares or measured_shares
     if not expected_shares or blend == 1.0:
         return measured_shares or expected_shares
-    # The scheduled view weighs (1 - blend) only while it holds at least as much
-    # work as the window; a straggler or two at the end of a phase (one 2 ms task
-    # against a window of seconds) must not swing the ratio on its own.
-    weight = (1 - blend) * min(1.0, sum(scheduled.values()) / sum(measured.values()))
+    # The scheduled view weighs (1 - blend) only while it holds at least as many
+    # tasks as the window holds measurements (``fullness``): a straggler or two at
+    # the end of a phase (one gather task against a window of a step's tasks) must
+    # not swing the ratio on its own. Counting tasks, not expected seconds, lets a
+    # phase's first tasks weigh fully although their durations are not learned yet.
+    weight = (1 - blend) * fullness
     total = weight + blend
     names = expected_shares.keys() | measured_shares.keys()
     return {

@@ -13,10 +13,15 @@ the type and key prefix of exactly those tasks (a dict bounded by the scheduled
 set, which the scheduler holds anyway) and maps every transition to one O(1)
 tracker event:
 
+* ``update_graph`` (a graph or a batch of futures arrives, before its first
+  transition): ``add(type, prefix)`` for each new task whose dependencies are all
+  in memory -- it is ready now -- and the transfers the graph will make are
+  planned (below); then the domains are evaluated, so that a state decided here
+  reaches every worker's stream ahead of the graph's first tasks;
 * ``waiting -> queued``, ``waiting -> no-worker``, ``waiting -> processing``:
-  ``add(type, prefix)`` -- the task is ready;
+  ``add(type, prefix)`` -- the task is ready (unless counted at submission);
 * ``queued -> processing``, ``no-worker -> processing``: nothing (already
-  counted), but an expected transfer may start (below);
+  counted);
 * ``processing -> memory``: ``finish(type, prefix, compute seconds)``, and the
   measured transfers (below);
 * ``processing``, ``queued`` or ``no-worker`` ``-> released / erred / forgotten``:
@@ -37,15 +42,20 @@ own work; ``transfer`` intervals (``{"action": "transfer", "start", "stop",
 communication and are recorded as a ``communication`` task of the group
 ``transfer-<prefix>``.
 
-*Expected transfers.* When a task enters ``processing`` on a worker that lacks
-one of its dependencies, the scheduler already knows that bytes will move: the
-plugin adds one expected transfer (``add("communication", "transfer-<prefix>")``)
-whose duration the tracker learns from the measured transfers of that prefix.
-Without it, a phase of compute-typed tasks that is bound by inter-worker
-transfers would show only compute in the scheduled view.
+*Expected transfers.* When a graph arrives the scheduler already knows which
+outputs will move: a pinned consumer of an output held or made elsewhere, a
+gather of outputs spread over the workers. :class:`~asafe.schedulers.forecast.TransferForecast`
+plans them in the tracker's scheduled view (:meth:`asafe.ModeTracker.plan`) as
+*logical bytes / bandwidth*, uncompressed-equivalent seconds, while their
+producer is ready, running or holding the output; an output whose consumers
+are not submitted yet (futures submitted in two batches) is planned from what
+earlier outputs of its key prefix did. A phase bound by inter-worker transfers
+therefore shows as communication when its first producers are submitted, before
+any of them has run. ``asafe.distributed.expected-transfers: false`` turns the
+forecast off (the mode then sees transfers once they are measured).
 
 Communication is therefore the explicitly typed ``communication`` tasks plus the
-measured (and expected) inter-worker transfers. ``tracker.finished`` counts
+planned and the measured inter-worker transfers. ``tracker.finished`` counts
 finished tasks plus measured transfers.
 
 The correction: communication in uncompressed-equivalent bytes
@@ -132,6 +142,7 @@ from ..core.config import parse_boolean  # environment variables arrive as strin
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import board
+from .forecast import TransferForecast
 
 __all__ = [
     "NAME",
@@ -265,8 +276,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         Count transfers in uncompressed-equivalent seconds (see the module
         docstring). Default ``asafe.distributed.transfer-correction``.
     expected_transfers : bool, optional
-        Count a transfer as expected when a task starts processing on a worker
-        that lacks one of its dependencies. Default
+        Plan the transfers of each submitted graph in the scheduled view (the
+        forecast, see the module docstring). Default
         ``asafe.distributed.expected-transfers``.
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
@@ -317,7 +328,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.scheduler: Any = None
         self.tracker = self.runtime.tracker
         self.default_type = self.runtime.default_type
-        self._scheduled: dict[Any, list] = {}  # key -> [type, prefix, transfer group or None]
+        self._scheduled: dict[Any, list] = {}  # key -> [type, prefix]
+        self.forecast = TransferForecast(self.tracker, self._bandwidth, self._worker_count, size=_logical_size)
         self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
         self._version = 0
         self._unsubscribe: Any = None
@@ -389,15 +401,48 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     del scheduler.handlers[op]
         self._ready.clear()
         self._scheduled.clear()
+        self.forecast.clear()
         self.tracker.clear_scheduled()
 
     def restart(self, scheduler: Any, **kwargs: Any) -> None:
         """``client.restart()``: every scheduled task is gone."""
         try:
             self._scheduled.clear()
+            self.forecast.clear()
             self.tracker.clear_scheduled()
         except Exception:
             self._hook_failed("restart")
+
+    # the graph, before it runs ----------------------------------------------------------
+    def update_graph(self, scheduler: Any, *, tasks: Any = None, **kwargs: Any) -> None:
+        """A graph (or a batch of futures) arrived: count its ready tasks and plan its transfers now.
+
+        Called by the scheduler before the graph's first transitions, so a state
+        decided here reaches every worker's stream ahead of the graph's first
+        tasks. Tasks whose dependencies are all in memory are counted as scheduled
+        at once (they are ready); the others when they become ready. The
+        forecast plans the transfers their dependencies will make (see
+        :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
+        """
+        if not self._attached or not tasks:
+            return
+        try:
+            known = scheduler.tasks
+            new = []
+            for key in tasks:
+                ts = known.get(key)
+                if ts is not None and ts.state in ("released", "waiting") and key not in self._scheduled:
+                    new.append(ts)
+            if not new:
+                return
+            if self.expected_transfers:
+                self.forecast.submitted(new)
+            for ts in new:
+                if all(dts.state == "memory" for dts in ts.dependencies):
+                    self._enter(ts.key)
+            self.runtime.evaluate()
+        except Exception:
+            self._hook_failed("update_graph")
 
     # the event path ---------------------------------------------------------------
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
@@ -408,17 +453,19 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             entry = self._scheduled.get(key)
             if finish in _ACTIVE:
                 if entry is None:
-                    entry = self._enter(key)
-                if finish == "processing" and self.expected_transfers:
-                    self._expect_transfer(key, entry)
+                    self._enter(key)
             elif entry is not None:
+                if finish == "waiting":
+                    return  # counted at submission: it was ready then (see update_graph)
                 del self._scheduled[key]
                 if start == "processing" and finish == "memory":
                     self._finish(key, entry, True, kwargs)
                 else:  # released, erred, forgotten: it left without a measurement
-                    self._discard(entry)
+                    self._discard(key, entry)
             elif start == "processing" and finish == "memory":
                 self._finish(key, None, False, kwargs)  # running before asafe was installed
+            elif start == "memory":
+                self.forecast.released(key)  # its planned transfers will not happen
             else:
                 return
             self.runtime.maybe_evaluate()
@@ -428,32 +475,23 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     def _type_of(self, ts: Any) -> list:
         annotations = ts.annotations
         annotated = annotations.get(ANNOTATION) if annotations else None
-        return [resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name, None]
+        return [resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name]
 
     def _enter(self, key: Any) -> list:
         ts = self.scheduler.tasks[key]
         entry = self._type_of(ts)
         self._scheduled[key] = entry
         self.tracker.add(entry[0], entry[1])
+        if self.expected_transfers:
+            self.forecast.activate(ts)
         return entry
 
-    def _expect_transfer(self, key: Any, entry: list) -> None:
-        if entry[2] is not None:
-            return
-        ts = self.scheduler.tasks[key]
-        ws = ts.processing_on
-        if ws is None:
-            return
-        for dts in ts.dependencies:
-            if ws not in (dts.who_has or ()):
-                entry[2] = TRANSFER_PREFIX + entry[1]
-                self.tracker.add(COMMUNICATION, entry[2])
-                return
-
-    def _discard(self, entry: list) -> None:
+    def _discard(self, key: Any, entry: list) -> None:
         self.tracker.discard(entry[0], entry[1])
-        if entry[2] is not None:
-            self.tracker.discard(COMMUNICATION, entry[2])
+        ts = self.scheduler.tasks.get(key)
+        if ts is not None:
+            self.forecast.discarded(ts)
+        self.forecast.released(key)
 
     def _finish(self, key: Any, entry: list | None, scheduled: bool, kwargs: dict) -> None:
         ts = self.scheduler.tasks.get(key)
@@ -461,7 +499,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if ts is None:
                 return
             entry = self._type_of(ts)
-        task_type, prefix, expected_transfer = entry
+        task_type, prefix = entry
         compute = 0.0
         transfers = None
         for startstop in kwargs.get("startstops") or ():
@@ -477,20 +515,23 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if sizes:
                 compute = uncompressed_seconds(compute, sizes[0], sizes[1], self._bandwidth())
         self.tracker.finish(task_type, prefix, compute, scheduled=scheduled)
+        if ts is not None:
+            sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)
+            nbytes = kwargs.get("nbytes")
+            logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None)
+            self.forecast.finished(ts, kwargs.get("worker"), logical)
         share = rest = 0.0
         if transfers and ts is not None:
             share, rest = self._transfer_seconds(ts, transfers)
         if share > 0:
             # This task's share of the batches is learned as its transfer duration;
             # the rest of the batches' time (the siblings' shares) is measured work
-            # too, so that the window sums every byte moved exactly once.
-            group = expected_transfer or TRANSFER_PREFIX + prefix
-            self.tracker.finish(COMMUNICATION, group, share, scheduled=expected_transfer is not None)
+            # too, so that the window sums every byte moved exactly once. (What
+            # was expected of these transfers was planned by the forecast, and
+            # left the scheduled view when this task finished.)
+            self.tracker.finish(COMMUNICATION, TRANSFER_PREFIX + prefix, share, scheduled=False)
             if rest > 0:
                 self.tracker.observe(COMMUNICATION, rest)
-        elif expected_transfer is not None:
-            # its dependencies came in a batch measured on a sibling task
-            self.tracker.discard(COMMUNICATION, expected_transfer)
 
     def _transfer_seconds(self, ts: Any, transfers: list) -> tuple[float, float]:
         """This task's share of its measured transfers, and the rest, in corrected seconds.
@@ -544,6 +585,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     wire += max(dts.nbytes, 0)
         return wire, extra
 
+    def _worker_count(self) -> int:
+        return len(self.scheduler.workers) if self.scheduler is not None else 1
+
     def _bandwidth(self) -> float:
         # measured transfers first; before any, the scheduler's own estimate
         # (``distributed.scheduler.bandwidth``, updated from worker heartbeats)
@@ -563,9 +607,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             tasks = scheduler.tasks
             for key, entry in list(self._scheduled.items()):
                 ts = tasks.get(key)
-                if ts is None or ts.state not in _ACTIVE:
+                if ts is None or (ts.state not in _ACTIVE and ts.state != "waiting"):
                     del self._scheduled[key]
-                    self._discard(entry)
+                    self._discard(key, entry)
             self.runtime.maybe_evaluate()
         except Exception:
             self._hook_failed("remove_worker")
@@ -645,6 +689,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "transfer_correction": self.transfer_correction,
                 "expected_transfers": self.expected_transfers,
                 "transfers": dict(self.transfer_stats),
+                "forecast": {"planned_seconds": self.forecast.planned, "outputs": len(self.forecast),
+                             "output_bytes": dict(self.forecast.output_bytes),
+                             "shipped": dict(self.forecast.shipped)},
                 "errors": [list(e) for e in self.plugin_errors],
             }
         return out
@@ -663,6 +710,13 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveSchedulerPlugin {self.token[:8]} {self.runtime!r}>"
+
+
+def _logical_size(ts: Any) -> float:
+    """Logical (uncompressed-equivalent) bytes of a task output in memory."""
+    metadata = ts.metadata
+    sizes = metadata.get(METADATA_KEY) if metadata else None
+    return float(sizes[0]) if sizes else float(max(ts.nbytes, 0))
 
 
 def _mode_data(mode: Any) -> list:

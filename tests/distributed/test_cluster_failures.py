@@ -85,7 +85,8 @@ def test_plugin_hook_that_raises(client, make_runtime, installed, caplog, boards
     with caplog.at_level(logging.ERROR, logger="asafe"), installed(client, rt) as handle:
         assert client.gather(client.map(BadlyTyped(), range(10), pure=False)) == list(range(1, 11))
         failures = handle.plugin_errors
-        assert failures and failures[0].hook == "transition"
+        # the ready tasks are typed when the graph arrives (update_graph), the rest as they become ready
+        assert failures and failures[0].hook == "update_graph"
         assert "the type lookup exploded" in failures[0].error
         assert handle.state("compression") is True
         # and asafe goes on working for well-typed tasks

@@ -1,0 +1,293 @@
+"""Forecasts of the transfers a submitted graph will make, before its tasks run.
+
+The measured window sees a transfer only after it happened, so a mode made of
+measurements alone runs every phase's first tasks in the previous phase's state.
+A Dask scheduler knows a graph when it is submitted: each task's dependencies,
+where the ones already computed live (``who_has``), and where a task is pinned
+(``workers=`` without ``allow_other_workers``). :class:`TransferForecast` turns
+that into *planned* communication in the mode tracker
+(:meth:`asafe.ModeTracker.plan`), one item per output that is expected to
+cross to another worker, in uncompressed-equivalent seconds::
+
+    seconds = probability of crossing * logical bytes of the output / bandwidth
+
+*Which outputs cross.* An edge from a dependency to a consumer crosses when
+both places are known and differ (a pinned consumer, a dependency that is in
+memory or pinned). Where a place is unknown, Dask decides at run time: a
+consumer that is not pinned runs next to its largest dependency (so that one
+does not cross) and each of its other dependencies crosses with probability
+``(W - 1) / W`` among ``W`` workers. An output crosses to one worker once,
+whatever the number of its consumers there.
+
+*Outputs whose consumers are not submitted yet.* Code that uses futures submits
+producers before their consumers (two ``client.map`` calls). For such an output
+the forecast uses what earlier tasks of its key prefix did: the fraction of them
+whose output crossed, times their logical size. The forecast is replaced by the
+real edges as soon as a consumer arrives.
+
+*Sizes.* An output's logical size (its dense-equivalent bytes, reported by the
+worker plugin, or Dask's ``nbytes``) is learned per key prefix, so a forecast
+does not depend on whether compression is on: the optimization cannot flip its
+own signal. Before a prefix has been seen its size is unknown and its edges
+plan nothing; they are refined with the real size when the producer finishes,
+which is before the transfer starts.
+
+*When planned work counts.* An output's planned transfers count while its
+producer is ready, running, or in memory with a consumer still to be served,
+and leave when that consumer finishes (the measured transfer then reaches the
+measured window) or when the output is released. Waiting producers do not count,
+so a large graph shows the transfers of the wave about to run, not all of them.
+
+The cost is O(1) per dependency edge at submission and per finished task.
+
+Examples
+--------
+>>> from asafe import ModeTracker
+>>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+>>> forecast = TransferForecast(tracker, bandwidth=lambda: 1e8, workers=lambda: 2)
+>>> forecast.learn_output("produce", nbytes=4e8, crossed=True)
+>>> forecast.expected_seconds("produce")  # 400 MB at 100 MB/s, all of them crossed so far
+4.0
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core.types import COMMUNICATION
+
+__all__ = ["TransferForecast"]
+
+#: Weight of a new observation in the per-prefix moving averages (as the tracker learns durations).
+_LEARN = 0.5
+#: Scheduler states of a producer whose planned transfers count.
+_ACTIVE = frozenset({"queued", "no-worker", "processing", "memory"})
+
+
+class _Output:
+    """One task output with planned transfers: where it is, and where it will go."""
+
+    __slots__ = ("prefix", "home", "nbytes", "active", "forecast", "edges")
+
+    def __init__(self, prefix: str, home: frozenset | None) -> None:
+        self.prefix = prefix
+        self.home = home  # workers holding (or pinned to make) the output; None: not known yet
+        self.nbytes: float | None = None  # logical bytes, once it ran
+        self.active = False  # producer ready, running or in memory: its planned transfers count
+        self.forecast = 0.0  # planned seconds from the prefix's history (no consumer known)
+        self.edges: dict[Any, list[float]] = {}  # destination -> [probability, planned seconds]
+
+
+class TransferForecast:
+    """Planned inter-worker transfers of the submitted tasks, kept in a tracker's scheduled view.
+
+    Parameters
+    ----------
+    tracker : ModeTracker
+        Receives the planned seconds (:meth:`~asafe.ModeTracker.plan`).
+    bandwidth : callable
+        The current bandwidth estimate in bytes per second.
+    workers : callable
+        The current number of workers.
+    size : callable, optional
+        ``size(ts)``: the logical bytes of an output in memory (default: Dask's
+        ``ts.nbytes``).
+    """
+
+    def __init__(self, tracker: Any, bandwidth: Callable[[], float], workers: Callable[[], int],
+                 size: Callable[[Any], float] | None = None) -> None:
+        self.tracker = tracker
+        self._bandwidth = bandwidth
+        self._workers = workers
+        self._memory_size = size or (lambda ts: float(max(ts.nbytes, 0)))
+        self.output_bytes: dict[str, float] = {}  # prefix -> moving average of logical output bytes
+        self.shipped: dict[str, float] = {}  # prefix -> moving average of the fraction that crossed
+        self._outputs: dict[Any, _Output] = {}
+        self.planned = 0.0  # seconds planned now (for info)
+
+    # learning ---------------------------------------------------------------------
+    def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
+        """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""
+        if nbytes is not None and nbytes >= 0:
+            old = self.output_bytes.get(prefix)
+            self.output_bytes[prefix] = float(nbytes) if old is None else old + _LEARN * (nbytes - old)
+        if crossed is not None:
+            old = self.shipped.get(prefix)
+            self.shipped[prefix] = float(crossed) if old is None else old + _LEARN * (float(crossed) - old)
+
+    def expected_seconds(self, prefix: str) -> float:
+        """Expected transfer seconds of one output of ``prefix`` from its history (0 if never seen)."""
+        nbytes = self.output_bytes.get(prefix)
+        shipped = self.shipped.get(prefix)
+        if not nbytes or not shipped:
+            return 0.0
+        return shipped * nbytes / self._bandwidth_now()
+
+    # scheduler events -----------------------------------------------------------------
+    def submitted(self, tasks: Iterable[Any]) -> None:
+        """New tasks reached the scheduler: plan the edges from their dependencies."""
+        workers = max(int(self._workers()), 1)
+        for ts in tasks:
+            dependencies = ts.dependencies
+            if not dependencies:
+                continue
+            dest = _pinned(ts)
+            largest = None
+            if dest is None and len(dependencies) > 1:
+                largest = max(dependencies, key=self._size_of)
+            for dts in dependencies:
+                self._edge(dts, ts, dest, largest, workers)
+
+    def activate(self, ts: Any) -> None:
+        """``ts`` is ready or running: its output's planned transfers count from now."""
+        out = self._outputs.get(ts.key)
+        if out is None:
+            if ts.dependents:
+                return  # its consumers are known and plan nothing from it
+            forecast = self.expected_seconds(ts.prefix.name)
+            if not forecast:
+                return  # nothing to plan: no entry (one per task would cost memory)
+            out = self._outputs[ts.key] = _Output(ts.prefix.name, _place(ts))
+            out.active = True
+            self._set_forecast(out, forecast)  # no consumer submitted yet: what this prefix usually does
+            return
+        if out.active:
+            return
+        out.active = True
+        for edge in out.edges.values():
+            self._plan(edge[1], 1)
+
+    def finished(self, ts: Any, worker: str | None, logical: float | None) -> None:
+        """``ts`` finished on ``worker`` with an output of ``logical`` bytes.
+
+        Its own planned transfers are refined with the real size; the transfers
+        into it are done, and whether each crossed is learned for its prefix.
+        """
+        out = self._outputs.get(ts.key)
+        if out is not None:
+            if worker is not None:
+                out.home = frozenset((worker,))
+            if logical is not None:
+                out.nbytes = float(logical)
+                self._refine(out)
+        if logical is not None:
+            self.learn_output(ts.prefix.name, nbytes=logical)
+        self._served(ts, worker, learn=True)
+
+    def discarded(self, ts: Any) -> None:
+        """``ts`` left without finishing: the transfers into it will not happen."""
+        self._served(ts, None, learn=False)
+
+    def released(self, key: Any) -> None:
+        """An output left the cluster's memory (or was never made): drop what it planned."""
+        out = self._outputs.pop(key, None)
+        if out is None:
+            return
+        if out.active:
+            for edge in out.edges.values():
+                self._plan(-edge[1], -1)
+            if out.forecast:
+                self._plan(-out.forecast, -1)
+
+    def clear(self) -> None:
+        """Forget every planned transfer (a restart, an uninstall); keep what was learned."""
+        self._outputs.clear()
+        self.planned = 0.0
+
+    def __len__(self) -> int:
+        """Outputs with planned (or plannable) transfers."""
+        return len(self._outputs)
+
+    # internals ------------------------------------------------------------------------
+    def _edge(self, dts: Any, ts: Any, dest: str | None, largest: Any, workers: int) -> None:
+        out = self._outputs.get(dts.key)
+        if out is None:
+            out = self._outputs[dts.key] = _Output(dts.prefix.name, _place(dts))
+            if dts.state == "memory":
+                out.nbytes = self._memory_size(dts)
+            out.active = dts.state in _ACTIVE
+        if dest is not None:
+            if dest in out.edges:
+                return  # this output already goes to that worker once
+            home = out.home
+            probability = (0.0 if dest in home else 1.0) if home is not None else (workers - 1) / workers
+            where: Any = dest
+        else:
+            probability = 0.0 if (largest is None or dts is largest) else (workers - 1) / workers
+            where = ("consumer", ts.key)
+        if probability == 0.0:
+            return
+        if out.forecast:
+            self._set_forecast(out, 0.0)  # a real consumer replaces the prefix's history
+        seconds = probability * self._bytes(out) / self._bandwidth_now()
+        out.edges[where] = [probability, seconds]
+        if out.active:
+            self._plan(seconds, 1)
+
+    def _served(self, ts: Any, worker: str | None, learn: bool) -> None:
+        for dts in ts.dependencies:
+            out = self._outputs.get(dts.key)
+            if out is None:
+                continue
+            edge = out.edges.pop(worker, None) if worker is not None else None
+            if edge is None:
+                edge = out.edges.pop(("consumer", ts.key), None)
+            if edge is not None and out.active:
+                self._plan(-edge[1], -1)
+            if learn and out.home is not None and worker is not None:
+                self.learn_output(out.prefix, crossed=worker not in out.home)
+
+    def _refine(self, out: _Output) -> None:
+        bandwidth = self._bandwidth_now()
+        for edge in out.edges.values():
+            seconds = edge[0] * out.nbytes / bandwidth
+            if out.active:
+                self._plan(seconds - edge[1], 0)
+            edge[1] = seconds
+        if out.forecast:
+            shipped = self.shipped.get(out.prefix, 0.0)
+            self._set_forecast(out, shipped * out.nbytes / bandwidth)
+
+    def _set_forecast(self, out: _Output, seconds: float) -> None:
+        if out.forecast and out.active:
+            self._plan(-out.forecast, -1)
+        out.forecast = seconds
+        if seconds and out.active:
+            self._plan(seconds, 1)
+
+    def _plan(self, seconds: float, count: int) -> None:
+        self.planned += seconds
+        self.tracker.plan(COMMUNICATION, seconds, count)
+
+    def _bytes(self, out: _Output) -> float:
+        if out.nbytes is not None:
+            return out.nbytes
+        return self.output_bytes.get(out.prefix, 0.0)
+
+    def _size_of(self, ts: Any) -> float:
+        out = self._outputs.get(ts.key)
+        if out is not None and out.nbytes is not None:
+            return out.nbytes
+        if ts.state == "memory":
+            return self._memory_size(ts)
+        return self.output_bytes.get(ts.prefix.name, 0.0)
+
+    def _bandwidth_now(self) -> float:
+        bandwidth = float(self._bandwidth() or 0.0)
+        return bandwidth if bandwidth > 0 else 1e8  # distributed's own default, 100 MB/s
+
+
+def _pinned(ts: Any) -> str | None:
+    """The one worker ``ts`` must run on, if any."""
+    restrictions = ts.worker_restrictions
+    if restrictions and len(restrictions) == 1 and not ts.loose_restrictions:
+        return next(iter(restrictions))
+    return None
+
+
+def _place(ts: Any) -> frozenset | None:
+    """Workers holding ``ts``'s output, or the one it is pinned to; None when Dask will choose."""
+    if ts.who_has:
+        return frozenset(ws.address for ws in ts.who_has)
+    pinned = _pinned(ts)
+    return frozenset((pinned,)) if pinned is not None else None

@@ -1,0 +1,98 @@
+"""The predictive mode on a LocalCluster: a phase's first tasks run in the right state.
+
+Two kinds of phase alternate on a real cluster of two worker processes:
+
+* *shipped*: producers pinned to one worker make large arrays that consumers
+  pinned to the other worker read -- communication dominates;
+* *local*: tasks that compute for a while and move nothing -- compute dominates.
+
+Every task records ``asafe.is_on("compression")`` when it starts. With the
+forecast (the default), the scheduler plugin sees each phase's graph when it is
+submitted, plans the transfers its producers' outputs will make, and decides
+before the first task runs. With the measured window alone (``blend=1``, no
+expected transfers), the first tasks of a phase run in the previous phase's
+state: the lag that the forecast removes, asserted here so that the comparison
+cannot pass by accident.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asafe
+
+SHIPPED_BYTES = 8 * 2**20  # one producer's output
+TASKS = 16  # per phase: as many as the window holds, so the plan weighs fully
+
+
+@asafe.typed("compute")
+def produce(i, nbytes):
+    return asafe.is_on("compression"), np.full(nbytes // 8, float(i))
+
+
+@asafe.typed("compute")
+def consume(made):
+    return float(made[1][0])
+
+
+@asafe.typed("compute")
+def think(i):
+    started = asafe.is_on("compression")
+    a = np.random.default_rng(i).random((220, 220))
+    for _ in range(12):  # real work, about 20-40 ms on these machines
+        a = np.linalg.qr(a)[0]
+    return started, float(a[0, 0])
+
+
+def shipped_phase(client, workers, tag):
+    a, b = workers
+    made = client.map(produce, range(TASKS), [SHIPPED_BYTES] * TASKS, key=[f"produce-{tag}-{i}" for i in range(TASKS)],
+                      workers=[a], allow_other_workers=False, pure=False)
+    used = client.map(consume, made, key=[f"consume-{tag}-{i}" for i in range(TASKS)], workers=[b],
+                      allow_other_workers=False, pure=False)
+    assert client.gather(used) == [float(i) for i in range(TASKS)]
+    return [state for state, _ in client.gather(made)]
+
+
+def local_phase(client, tag):
+    done = client.map(think, range(TASKS), key=[f"think-{tag}-{i}" for i in range(TASKS)], pure=False)
+    return [state for state, _ in client.gather(done)]
+
+
+def _runtime(make_runtime, predictive):
+    # ratio below 1: on; above 4: off. No dwell: the test is about when the mode knows.
+    options = dict(window=TASKS, dwell=0.0, dwell_tasks=0, blend=0.1 if predictive else 1.0)
+    return make_runtime(alpha=1.0, beta=4.0, **options)
+
+
+def _phases(client, handle):
+    workers = sorted(client.scheduler_info()["workers"])
+    seen = {"shipped-1": shipped_phase(client, workers, "s1")}  # learns the producers' output size
+    seen["local-1"] = local_phase(client, "l1")
+    seen["shipped-2"] = shipped_phase(client, workers, "s2")
+    seen["local-2"] = local_phase(client, "l2")
+    return seen
+
+
+def test_forecast_switches_before_each_phase_runs(client, make_runtime, installed):
+    with installed(client, _runtime(make_runtime, predictive=True)) as handle:
+        seen = _phases(client, handle)
+        forecast = handle.info("plugin")["plugin"]["forecast"]
+    # from the second phase on, every task of a phase ran in that phase's state
+    assert seen["local-1"] == [False] * TASKS
+    assert seen["shipped-2"] == [True] * TASKS
+    assert seen["local-2"] == [False] * TASKS
+    # what the forecast learned: the producers' logical size, and that they all crossed
+    assert forecast["output_bytes"]["produce"] == pytest.approx(SHIPPED_BYTES, rel=0.01)
+    assert forecast["shipped"]["produce"] == 1.0
+    # nothing planned is left once the phases are done and their results released
+    assert abs(forecast["planned_seconds"]) < 1e-9
+
+
+def test_measured_window_alone_runs_each_phase_start_in_the_old_state(client, make_runtime, installed):
+    with installed(client, _runtime(make_runtime, predictive=False), expected_transfers=False):
+        seen = _phases(client, None)
+    # the first task of each phase ran before any of its measurements reached the window
+    assert seen["local-1"][0] is True
+    assert seen["shipped-2"][0] is False
+    assert seen["local-2"][0] is True
