@@ -154,7 +154,9 @@ class Layout:
             widths = np.minimum(tile, n - tile * self.dense_col)
             tile_rows = np.repeat(np.arange(nbr), np.diff(self.dense_ptr))
             dense_width = np.bincount(tile_rows, weights=widths, minlength=nbr)
-            per_row = np.repeat(dense_width, tile)[:m] if nbr else np.zeros(0)
+            # each tile row repeated over its own height (bounded by m, not by the tile size)
+            heights = np.minimum(tile, m - tile * np.arange(nbr, dtype=np.int64))
+            per_row = np.repeat(dense_width, heights)
             work = W_DENSE * per_row + W_NONZERO * np.diff(self.row_ptr) + W_ROW
             self._cache["row_work"] = work
         return work

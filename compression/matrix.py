@@ -56,6 +56,7 @@ from .tiles import DenseTile, EmptyTile, SparseTile, Tile, is_integer, value_dty
 __all__ = ["TiledMatrix", "TransposedTiledMatrix", "EMPTY_TILE", "SPARSE_TILE", "DENSE_TILE"]
 
 _F64 = np.dtype(np.float64)
+_MAX_TILE = 2**62
 
 #: Codes of :meth:`TiledMatrix.tile_kinds`.
 EMPTY_TILE, SPARSE_TILE, DENSE_TILE = 0, 1, 2
@@ -71,6 +72,8 @@ def _check_tile(tile) -> int:
         raise TypeError(f"tile must be a positive integer, got {tile!r} of type {type(tile).__name__}")
     if tile <= 0:
         raise ValueError(f"tile must be a positive integer, got {tile}")
+    if tile > _MAX_TILE:  # the kernels index in int64: m + tile must not overflow
+        raise ValueError(f"tile must be at most 2**62, got {tile}; any tile >= the matrix's size gives one tile")
     return int(tile)
 
 
