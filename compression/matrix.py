@@ -403,7 +403,7 @@ class TiledMatrix:
             and not np.may_share_memory(out, x)
         )
         y = out if direct else np.empty(length_out, np.float64)
-        kernel(self.layout, x64, y)
+        kernel(self.layout, x64, y)  # unchecked kernel entry: x64 and y were checked above
         if direct:
             return out
         if out is not None:
@@ -441,7 +441,7 @@ class TiledMatrix:
         ValueError: x has length 2, but a matrix of shape (2, 3) needs length 3
         """
         m, n = self.shape
-        return self._run(kernels.matvec, x, out, n, m, "x")
+        return self._run(kernels._matvec, x, out, n, m, "x")
 
     def rmatvec(self, x, out=None) -> np.ndarray:
         """``A.T @ x`` for a 1-D ``x`` of length ``m`` (same rules as :meth:`matvec`).
@@ -453,7 +453,7 @@ class TiledMatrix:
         array([3., 5., 7.])
         """
         m, n = self.shape
-        return self._run(kernels.rmatvec, x, out, m, n, "x")
+        return self._run(kernels._rmatvec, x, out, m, n, "x")
 
     def __matmul__(self, x):
         if sp.issparse(x) or isinstance(x, (TiledMatrix, TransposedTiledMatrix)):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from asafe.compression import TiledMatrix, graph500
+from asafe.compression import SparseTile, TiledMatrix, graph500, kernels
 
 # --------------------------------------------------------------------------- huge tiles
 
@@ -81,3 +81,117 @@ def test_tile_beyond_int64_is_refused_with_a_clear_message():
                   lambda t: TiledMatrix.from_tiles((3, 3), t, [])):
         with pytest.raises(ValueError, match=r"tile must be at most 2\*\*62, got 9223372036854775808"):
             build(2**63)
+
+
+# --------------------------------------------------------------------------- checked kernel entry points
+
+
+@pytest.fixture
+def mixed_layout(rng):
+    """A 7 x 5 matrix of dense, sparse and empty tiles, its layout and its dense form."""
+    D = np.zeros((7, 5))
+    D[:4, :4] = rng.random((4, 4))
+    D[5, 4] = 2.0
+    A = TiledMatrix.from_dense(D, 4, threshold=2)
+    assert sorted(set(A.tile_kinds().ravel().tolist())) == [0, 1, 2]
+    return A.layout, D
+
+
+def padded(n, fill=0.0):
+    """A vector of length n inside a larger buffer: reads and writes past it stay in the buffer."""
+    buf = np.full(n + 16, fill)
+    return buf, buf[:n]
+
+
+@pytest.mark.parametrize("parallel", [None, False, True])
+def test_kernel_matvec_rmatvec_accept_the_contract(mixed_layout, parallel, rng):
+    lay, D = mixed_layout
+    x, z = rng.standard_normal(5), rng.standard_normal(7)
+    np.testing.assert_allclose(kernels.matvec(lay, x, np.empty(7), parallel=parallel), D @ x, rtol=1e-12)
+    np.testing.assert_allclose(kernels.rmatvec(lay, z, np.empty(5), parallel=parallel), D.T @ z, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn,lengths", [("matvec", (5, 7)), ("rmatvec", (7, 5))])
+@pytest.mark.parametrize("which,delta", [("x", -1), ("x", 1), ("y", -1), ("y", 1)])
+def test_kernel_products_refuse_wrong_lengths(mixed_layout, fn, lengths, which, delta):
+    lay, _ = mixed_layout
+    n_in, n_out = lengths
+    n_in += delta if which == "x" else 0
+    n_out += delta if which == "y" else 0
+    xbuf, x = padded(n_in, 1.0)
+    ybuf, y = padded(n_out, 7.0)
+    with pytest.raises(ValueError, match=rf"{which} must have shape \(\d+,\) \(the number of (rows|columns) of the matrix\), got \({lengths[which == 'y'] + delta},\)"):
+        getattr(kernels, fn)(lay, x, y, parallel=False)
+    assert (ybuf == 7.0).all(), "the kernel wrote before the check"
+
+
+@pytest.mark.parametrize("fn", ["matvec", "rmatvec"])
+def test_kernel_products_refuse_bad_types(mixed_layout, fn):
+    lay, _ = mixed_layout
+    n_in, n_out = (5, 7) if fn == "matvec" else (7, 5)
+    call = getattr(kernels, fn)
+    x, y = np.ones(n_in), np.empty(n_out)
+    with pytest.raises(TypeError, match="x must have dtype float64, got float32"):
+        call(lay, x.astype(np.float32), y)
+    with pytest.raises(TypeError, match="y must have dtype float64, got int64"):
+        call(lay, x, np.zeros(n_out, np.int64))
+    with pytest.raises(TypeError, match="x must be a numpy.ndarray of float64, got list"):
+        call(lay, [1.0] * n_in, y)
+    with pytest.raises(ValueError, match="x must be C-contiguous"):
+        call(lay, np.ones(2 * n_in)[::2], y)
+    with pytest.raises(ValueError, match=r"x must have shape \(\d+,\).*got \(1, \d+\)"):
+        call(lay, x[None, :], y)
+    ro = np.empty(n_out)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="y is read-only"):
+        call(lay, x, ro)
+    buf = np.ones(10)
+    with pytest.raises(ValueError, match="y must not overlap x"):
+        call(lay, buf[:n_in], buf[10 - n_out:])
+    with pytest.raises(TypeError, match="layout must be a Layout"):
+        call(TiledMatrix.from_dense(np.eye(2), 1), x, y)
+    with pytest.raises(TypeError, match="parallel must be None, True or False"):
+        call(lay, x, y, parallel="yes")
+
+
+def csr_parts(rng):
+    S = sp.random_array((6, 9), density=0.4, rng=rng, format="csr")
+    return S, S.indptr.astype(np.int32), S.indices.astype(np.uint8), S.data
+
+
+def test_csr_matvec_accepts_the_contract(rng):
+    S, indptr, indices, data = csr_parts(rng)
+    x = rng.standard_normal(9)
+    np.testing.assert_allclose(kernels.csr_matvec(indptr, indices, data, x, np.empty(6), shape=(6, 9)),
+                               S @ x, rtol=1e-12)
+    t = SparseTile.from_scipy(S)
+    np.testing.assert_allclose(t @ x, S @ x, rtol=1e-12)
+
+
+def test_csr_matvec_refuses_wrong_arguments(rng):
+    S, indptr, indices, data = csr_parts(rng)
+    x, y = np.ones(9), np.empty(6)
+    call = kernels.csr_matvec
+    with pytest.raises(TypeError, match="shape"):
+        call(indptr, indices, data, x, y)  # the block's shape is required
+    xbuf, short_x = padded(8, 1.0)
+    with pytest.raises(ValueError, match=r"x must have shape \(9,\) \(the number of columns of the block\), got \(8,\)"):
+        call(indptr, indices, data, short_x, y, shape=(6, 9))
+    ybuf, short_y = padded(5, 7.0)
+    with pytest.raises(ValueError, match=r"indptr must have length 6, got 7"):
+        call(indptr, indices, data, x, short_y, shape=(5, 9))
+    with pytest.raises(ValueError, match=r"y must have shape \(6,\)"):
+        call(indptr, indices, data, x, short_y, shape=(6, 9))
+    assert (ybuf == 7.0).all()
+    with pytest.raises(ValueError, match="data and indices must have the same length"):
+        call(indptr, indices, data[:-1], x, y, shape=(6, 9))
+    with pytest.raises(ValueError, match="indptr must run from 0 to len"):
+        call(indptr, indices[:-1], data[:-1], x, y, shape=(6, 9))
+    with pytest.raises(TypeError, match="indices must be a 1-D numpy array of integers"):
+        call(indptr, indices.astype(np.float64), data, x, y, shape=(6, 9))
+    with pytest.raises(TypeError, match="data must be a 1-D numpy array of float64 or float32"):
+        call(indptr, indices, data.astype(np.complex128), x, y, shape=(6, 9))
+    with pytest.raises(TypeError, match="x must have dtype float64"):
+        call(indptr, indices, data, x.astype(np.float32), y, shape=(6, 9))
+    with pytest.raises(ValueError, match="shape must be two non-negative integers"):
+        call(indptr, indices, data, x, y, shape=(6, -9))
