@@ -2,11 +2,14 @@
 graph keys, one compression rule for every path, non-finite ``x``."""
 import tracemalloc
 
+import asafe
+import dask
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from asafe.compression import SparseTile, TiledMatrix, graph500, kernels
+from asafe.compression import SparseTile, TiledMatrix, engine, graph500, kernels
+from asafe.compression import distributed as dmv
 
 # --------------------------------------------------------------------------- huge tiles
 
@@ -195,3 +198,85 @@ def test_csr_matvec_refuses_wrong_arguments(rng):
         call(indptr, indices, data, x.astype(np.float32), y, shape=(6, 9))
     with pytest.raises(ValueError, match="shape must be two non-negative integers"):
         call(indptr, indices, data, x, y, shape=(6, -9))
+
+
+# --------------------------------------------------------------------------- content-based graph keys
+
+
+def graph_keys(y):
+    return set(dict(y.__dask_graph__()))
+
+
+def test_different_scipy_sources_never_share_keys(rng):
+    """Sources made and dropped one after the other (their address is often reused)."""
+    mats = [sp.random_array((40, 40), density=0.1, rng=rng, format="csr") for _ in range(6)]
+    x = rng.standard_normal(40)
+    keys = []
+    for S in mats:
+        source = dmv.ScipySource(S, tile=16)
+        keys.append(dmv.matvec_graph(source, x, panels=2).key)
+        del source
+    assert len(set(keys)) == len(mats)
+
+
+def test_different_scipy_sources_in_one_compute(rng):
+    S1 = sp.random_array((40, 30), density=0.1, rng=rng, format="csr")
+    S2 = S1.copy()
+    S2.data[0] += 1.0  # same shape and structure, one value differs
+    x = rng.standard_normal(30)
+    y1 = dmv.matvec_graph(dmv.ScipySource(S1, tile=16), x, panels=2)
+    y2 = dmv.matvec_graph(dmv.ScipySource(S2, tile=16), x, panels=2)
+    assert not graph_keys(y1) & graph_keys(y2)
+    r1, r2 = dask.compute(y1, y2, scheduler="sync")
+    np.testing.assert_allclose(r1, S1 @ x, rtol=1e-12)
+    np.testing.assert_allclose(r2, S2 @ x, rtol=1e-12)
+    assert not np.allclose(r1, r2)
+
+
+def test_equal_scipy_content_gives_equal_keys(rng):
+    S = sp.random_array((40, 30), density=0.1, rng=rng, format="csr")
+    x = rng.standard_normal(30)
+    a = dmv.matvec_graph(dmv.ScipySource(S, tile=16), x, panels=2)
+    b = dmv.matvec_graph(dmv.ScipySource(S.copy(), tile=16), x.copy(), panels=2)
+    assert a.key == b.key and graph_keys(a) == graph_keys(b)
+    # None is the default cost model: the same rule, the same keys
+    c = dmv.matvec_graph(dmv.ScipySource(S, tile=16, threshold=engine.CostModel()), x, panels=2)
+    assert c.key == a.key
+    # a different tile or threshold is different content
+    for other in (dmv.ScipySource(S, tile=8), dmv.ScipySource(S, tile=16, threshold=5)):
+        assert dmv.matvec_graph(other, x, panels=2).key != a.key
+
+
+def test_graph500_sources_differing_only_in_threshold(rng):
+    x = rng.standard_normal(64)
+    base = dict(scale=6, tile=16, dense_fraction=0.25, seed=1)
+    keys = {t: dmv.matvec_graph(dmv.Graph500Source(**base, threshold=t), x, panels=2).key
+            for t in (0, 10**9, None)}
+    assert len(set(keys.values())) == 3
+    assert dmv.matvec_graph(dmv.Graph500Source(**base, threshold=0), x, panels=2).key == keys[0]
+    for change in (dict(seed=2), dict(dense_fraction=0.5), dict(edgefactor=8), dict(tile=8)):
+        source = dmv.Graph500Source(**{**base, **change})
+        assert dmv.matvec_graph(source, x, panels=2).key != keys[None], change
+    assert "threshold=0" in repr(dmv.Graph500Source(**base, threshold=0))
+    # one graph holding both: each gets its own panels (dense tiles with threshold 0, none with 10**9)
+    y0 = dmv.matvec_graph(dmv.Graph500Source(**base, threshold=0), x, panels=2)
+    y1 = dmv.matvec_graph(dmv.Graph500Source(**base, threshold=10**9), x, panels=2)
+    graph = {**dict(y0.__dask_graph__()), **dict(y1.__dask_graph__())}
+    panel0, panel1 = ([k for k in dict(y.__dask_graph__()) if "asafe-panel" in str(k)][0] for y in (y0, y1))
+    runtime = asafe.AdaptiveRuntime([asafe.Optimization("compression", Fixed(True), initial=True)])
+    with asafe.adaptive(runtime, scheduler="sync"):
+        p0, p1, r0, r1 = dask.get(graph, [panel0, panel1, y0.key, y1.key])
+    assert (p0.tile_kinds() != 1).all() and (p1.tile_kinds() != 2).all()
+    M = graph500.mixed_matrix(6, 16, 0.25, seed=1)
+    np.testing.assert_allclose(r0, M @ x, rtol=1e-12)
+    np.testing.assert_allclose(r1, M @ x, rtol=1e-12)
+
+
+class Fixed(asafe.EfficiencyDomain):
+    """A domain that keeps the optimization in one state."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def decide(self, mode, state):
+        return self.state
