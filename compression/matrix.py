@@ -108,8 +108,7 @@ def _decide(shape, tile, dtype, t_row, t_col, t_nnz, threshold) -> np.ndarray:
     """``t_dense``: which of the non-empty tiles stay dense."""
     h = _extent(shape[0], tile, t_row)
     w = _extent(shape[1], tile, t_col)
-    T = engine.tile_thresholds(h, w, dtype, threshold, index=layout_mod.column_dtype(shape[1]))
-    return np.asarray(t_nnz) >= T
+    return engine.keeps_dense(t_nnz, h, w, dtype, threshold)  # the one rule, as engine.produce
 
 
 def _canonical_csr(S):

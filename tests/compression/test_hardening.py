@@ -7,12 +7,15 @@ import dask
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from asafe.compression import SparseTile, TiledMatrix, engine, graph500, kernels
 from asafe.compression import distributed as dmv
 
 # --------------------------------------------------------------------------- huge tiles
 
+HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HUGE = 2**31  # rows-of-tiles x tile float64 would be 16 GiB
 
 
@@ -280,3 +283,64 @@ class Fixed(asafe.EfficiencyDomain):
 
     def decide(self, mode, state):
         return self.state
+
+
+# --------------------------------------------------------------------------- one compression rule
+
+
+def block_of(rows, cols, nnz, dtype, seed):
+    rng = np.random.default_rng(seed)
+    block = np.zeros((rows, cols), dtype)
+    block.flat[rng.choice(rows * cols, nnz, replace=False)] = rng.uniform(0.5, 1.5, nnz)
+    return block
+
+
+@st.composite
+def tiles_near_the_threshold(draw):
+    # widths on both sides of the uint8/uint16 in-tile index boundary (256 columns)
+    rows = draw(st.integers(1, 300))
+    cols = draw(st.one_of(st.integers(200, 320), st.integers(1, 320)))
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    threshold = draw(st.sampled_from([None, None, engine.CostModel(sparse_weight=1.0, reuse=4.0), 50]))
+    size = rows * cols
+    T = engine.tile_threshold((rows, cols), dtype, threshold)
+    # most fills near T, where the two index sizes used to disagree; some anywhere
+    near = st.integers(max(0, min(size, T) - size // 20 - 2), min(size, T + 2))
+    nnz = draw(st.one_of(near, near, st.integers(0, size)))
+    return rows, cols, nnz, dtype, threshold, draw(st.integers(0, 2**32 - 1))
+
+
+@HYPOTHESIS
+@given(tiles_near_the_threshold())
+@example((128, 128, 6000, np.float64, None, 0))  # 37% full: sparse by produce, was dense by from_dense
+@example((40, 300, 4000, np.float64, None, 1))
+def test_every_path_gives_a_tile_the_same_form(case):
+    rows, cols, nnz, dtype, threshold, seed = case
+    block = block_of(rows, cols, nnz, dtype, seed)
+    expected = engine.choose_kind(nnz, (rows, cols), dtype, threshold)
+    produced = engine.produce(block, compress=True, threshold=threshold)
+    assert produced.kind == expected
+    np.testing.assert_array_equal(produced.to_dense(), block)
+    x = np.random.default_rng(seed).standard_normal(cols)
+    for tile in (max(rows, cols), max(rows, cols) + 7):  # the tile alone, and inside a larger grid cell
+        for A in (TiledMatrix.from_dense(block, tile, threshold=threshold),
+                  TiledMatrix.from_scipy(sp.csr_array(block), tile, threshold=threshold)):
+            assert A.get_tile(0, 0).kind == expected, (type(A), tile)
+            np.testing.assert_array_equal(A.to_dense(), block)
+            np.testing.assert_allclose(A @ x, block.astype(np.float64) @ x, rtol=1e-6 if dtype == np.float32 else 1e-12,
+                                       atol=1e-6 if dtype == np.float32 else 1e-12)
+    # the tile produced on the wire keeps its form as the edge tile of a wider matrix
+    t = max(rows, cols)
+    wide = TiledMatrix.from_tiles((rows, t + cols), t, [((0, 1), produced)])
+    assert wide.get_tile(0, 1).kind == expected
+    np.testing.assert_array_equal(wide.to_dense()[:, t:], block)
+    W = np.zeros((rows, t + cols), dtype)
+    W[:, t:] = block
+    assert TiledMatrix.from_dense(W, t, threshold=threshold).get_tile(0, 1).kind == expected
+
+
+def test_one_rule_is_keeps_dense():
+    rows, cols = np.array([128, 128, 10]), np.array([128, 300, 10])
+    T = engine.tile_thresholds(rows, cols, np.float64)
+    np.testing.assert_array_equal(engine.keeps_dense(T - 1, rows, cols), False)
+    np.testing.assert_array_equal(engine.keeps_dense(T, rows, cols), True)
