@@ -344,3 +344,92 @@ def test_one_rule_is_keeps_dense():
     T = engine.tile_thresholds(rows, cols, np.float64)
     np.testing.assert_array_equal(engine.keeps_dense(T - 1, rows, cols), False)
     np.testing.assert_array_equal(engine.keeps_dense(T, rows, cols), True)
+
+
+# --------------------------------------------------------------------------- NaN and Inf in x
+
+
+def stored_rule(A, x, transpose=False):
+    """The documented rule, computed with numpy from tile_kinds: sum over stored elements."""
+    D = A.to_dense().astype(np.float64)
+    dense = np.kron(A.tile_kinds() == 2, np.ones((A.tile, A.tile), bool))[: A.shape[0], : A.shape[1]]
+    stored = dense | (D != 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if transpose:
+            return np.where(stored, D * x[:, None], 0.0).sum(axis=0)
+        return np.where(stored, D * x[None, :], 0.0).sum(axis=1)
+
+
+def same_specials(y, expected):
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    np.testing.assert_array_equal(np.isposinf(y), np.isposinf(expected))
+    np.testing.assert_array_equal(np.isneginf(y), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(y[finite], expected[finite], rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def tiled_three_ways(rng):
+    """A 12 x 12 matrix, tile 4: dense tile (0, 0) with zeros in it, sparse tiles, empty tiles."""
+    D = np.zeros((12, 12))
+    D[:4, :4] = rng.random((4, 4))
+    D[1, :4] = 0.0                # a whole stored-zero row inside the dense tile
+    D[5, 9] = 2.0                 # sparse tile (1, 2)
+    D[10, 1] = -3.0               # sparse tile (2, 0)
+    A = TiledMatrix.from_dense(D, 4, threshold=5)
+    assert A.tile_kinds().tolist() == [[2, 0, 0], [0, 0, 1], [1, 0, 0]]
+    return D, A
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("j", range(12))
+def test_nonfinite_x_reaches_the_rows_of_dense_tiles_and_non_zeros(special, j, tiled_three_ways, kernel_path):
+    D, A = tiled_three_ways
+    x = np.ones(12)
+    x[j] = special
+    y = A @ x
+    same_specials(y, stored_rule(A, x))
+    # the rule, spelled out: rows 0-3 see x[j] for j in the dense tile's columns (row 1 is all
+    # zeros there: 0 * inf = nan); other rows only through their own non-zeros
+    hit = {i for i in range(12) if D[i, j] != 0} | (set(range(4)) if j < 4 else set())
+    assert set(np.flatnonzero(~np.isfinite(y))) == hit
+    if j < 4:
+        assert np.isnan(y[1])
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf])
+@pytest.mark.parametrize("i", range(12))
+def test_nonfinite_x_in_the_transposed_product(special, i, tiled_three_ways, kernel_path):
+    D, A = tiled_three_ways
+    z = np.ones(12)
+    z[i] = special
+    for y in (A.T @ z, z @ A):
+        same_specials(y, stored_rule(A, z, transpose=True))
+        hit = {j for j in range(12) if D[i, j] != 0} | (set(range(4)) if i < 4 else set())
+        assert set(np.flatnonzero(~np.isfinite(y))) == hit
+
+
+def test_nonfinite_x_depends_on_representation_like_numpy_and_scipy(rng):
+    """Compression off (every tile dense) is numpy's rule, every tile sparse is scipy's."""
+    D = rng.standard_normal((50, 40)) * (rng.random((50, 40)) < 0.1)
+    x = rng.standard_normal(40)
+    x[[3, 17, 30]] = [np.nan, np.inf, -np.inf]
+    with np.errstate(invalid="ignore"):
+        numpy_y = D @ x
+        scipy_y = sp.csr_array(D) @ x
+    off = TiledMatrix.from_dense(D, 8, compress=False)
+    all_sparse = TiledMatrix.from_dense(D, 8, threshold=10**9)
+    same_specials(off @ x, numpy_y)
+    same_specials(all_sparse @ x, scipy_y)
+    same_specials(TiledMatrix.from_scipy(sp.csr_array(D), 8, threshold=10**9) @ x, scipy_y)
+    assert np.isnan(off @ x).all() and not np.isnan(all_sparse @ x).all()
+    # finite x: the representation does not matter
+    x = rng.standard_normal(40)
+    for A in (off, all_sparse, TiledMatrix.from_dense(D, 8)):
+        np.testing.assert_allclose(A @ x, D @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_the_nonfinite_rule_is_documented():
+    for doc in (TiledMatrix.matvec.__doc__, TiledMatrix.__matmul__.__doc__, TiledMatrix.rmatvec.__doc__):
+        assert doc and "NaN" in doc and "Inf" in doc
+    assert "structural zeros do not propagate" in TiledMatrix.__matmul__.__doc__
