@@ -58,6 +58,20 @@ def test_huge_tile_row_work_is_bounded_by_the_matrix():
     np.testing.assert_array_equal(work, TiledMatrix.from_dense(np.ones((10, 10)), 10, threshold=0).layout.row_work())
 
 
+@pytest.mark.parametrize("tile", [HUGE, 300, 1000])
+def test_sparse_tiles_are_sized_by_their_own_shape(tile, rng):
+    """get_tile gives a sparse tile the arrays produce() gives the same block, whatever the tile size."""
+    D = sparse_noise(10, 7, rng, density=0.2)
+    A = TiledMatrix.from_dense(D, tile, threshold=10**9)
+    got = A.get_tile(0, 0)
+    made = engine.produce(D, compress=True, threshold=10**9)
+    assert got.kind == made.kind == "sparse"
+    assert got.indices.dtype == made.indices.dtype == np.uint8
+    assert got.indptr.dtype == made.indptr.dtype == np.int32
+    np.testing.assert_array_equal(got.indices, made.indices)
+    np.testing.assert_array_equal(got.to_dense(), D)
+
+
 @pytest.mark.parametrize("fraction", [0.0, 1.0])
 def test_huge_tile_graph500(fraction):
     tracemalloc.start()
