@@ -143,9 +143,10 @@ _FASTMATH = {"reassoc", "contract"}
 _JIT = dict(nogil=True, cache=True)
 _JIT_FAST = dict(nogil=True, cache=True, fastmath=_FASTMATH)
 _ONE = np.uint64(1)
+_TWO = np.uint64(2)
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
-_TWO = np.uint64(2)
+_Layout = None  # asafe.compression.layout.Layout, imported on first use (layout imports this module)
 
 # Work units of the balance and serial-path estimates, in dense-element
 # equivalents (measured relative costs of the inner loops): a sparse non-zero
@@ -547,9 +548,6 @@ def _check_vector(a, name: str, length: int, what: str) -> None:
         raise ValueError(f"{name} must have shape ({length},) ({what}), got {a.shape}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous; pass np.ascontiguousarray({name})")
-
-
-_Layout = None  # asafe.compression.layout.Layout, imported on first use
 
 
 def _check_output(y, x, length: int, what: str) -> None:
