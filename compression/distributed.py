@@ -75,6 +75,11 @@ class PanelSource:
     A source travels inside every ``produce_panel`` task, so it should be small
     (parameters, or a reference to data the workers can load).
 
+    :func:`matvec_graph` names its tasks after ``dask.base.tokenize(source)``:
+    a subclass should define ``__dask_tokenize__`` returning a token of
+    everything :meth:`blocks` and the threshold depend on (dask's default for
+    other objects hashes their pickle).
+
     Attributes
     ----------
     shape : (int, int)
@@ -119,6 +124,17 @@ class ScipySource(PanelSource):
     def matrix(self) -> Any:
         """The CSR matrix the blocks are cut from."""
         return self.S
+
+    def __dask_tokenize__(self) -> str:
+        """The source's content: the CSR arrays, shape and dtype, the tile and the threshold.
+
+        :func:`matvec_graph` names its tasks after it, so equal content gives
+        equal keys and different content never does. (dask does not hash the
+        arrays of a returned tuple, hence a token string.)
+        """
+        S = self.S
+        return tokenize(_kind(self), self.shape, S.dtype.str, S.indptr, S.indices, S.data,
+                        self.tile, _threshold_token(self.threshold))
 
     def blocks(self, first_row: int, stop_row: int) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
         S = self.matrix()
@@ -172,9 +188,24 @@ class Graph500Source(ScipySource):
         return (Graph500Source, (self.scale, self.tile, self.dense_fraction, self.edgefactor, self.seed,
                                  self.threshold))
 
+    def __dask_tokenize__(self) -> str:
+        """Every parameter: the matrix is a function of them, the tiles of the threshold too."""
+        return tokenize(_kind(self), self.scale, self.tile, self.dense_fraction, self.edgefactor, self.seed,
+                        _threshold_token(self.threshold))
+
     def __repr__(self) -> str:
         return (f"Graph500Source(scale={self.scale}, tile={self.tile}, dense_fraction={self.dense_fraction}, "
-                f"edgefactor={self.edgefactor}, seed={self.seed})")
+                f"edgefactor={self.edgefactor}, seed={self.seed}, threshold={self.threshold!r})")
+
+
+def _kind(source) -> str:
+    cls = type(source)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _threshold_token(threshold) -> Any:
+    """``threshold`` as what it means: None and the default CostModel are the same rule."""
+    return engine.check_threshold(threshold)
 
 
 def default_panels(source: PanelSource, threads: int = 2, per_thread: int = 4) -> int:
@@ -260,7 +291,8 @@ def matvec_graph(
     if panels is None:
         panels = default_panels(source)
     bounds = panel_bounds(source.grid[0], int(panels))
-    token = tokenize(repr(source), x, bounds)
+    # the source's content, not its repr: see ScipySource.__dask_tokenize__
+    token = tokenize(source, x, bounds)
     x_node = delayed(x, name=f"asafe-x-{token}")
     with _pinned(producers):
         produced = [

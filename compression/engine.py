@@ -27,14 +27,25 @@ the tile is read in its chosen form after the conversion (matvecs, transfers).
 Solving for ``k`` gives ``T = ceil((dense * (1 - 1/R) - p * (rows + 1) * (w + 1/R))
 / ((s + i) * (w + 1/R)))``, at least 0. Counting the non-zeros is not charged: it
 is the inspection the decision needs in any case, and the engine pays it only
-when compression is on. The same ``T`` applies to a tile that arrives sparse
-(:meth:`TiledMatrix.from_scipy`), so a matrix gets the same tiles whichever form
-it came in.
+when compression is on.
 
-With the defaults (``w = 2``, ``R = 16``) a 128 x 128 float64 tile on the wire
-(``uint8`` indices) is compressed below 6563 non-zeros (40% fill), and inside a
-:class:`~asafe.compression.TiledMatrix` (``uint16`` column indices) below 5907
-(36%); a 256 x 256 one below 23729 (36%). The paper compresses below a fixed
+One rule for every path. :func:`keeps_dense` is the only place the decision is
+made: :func:`produce`, :func:`maybe_compress`, :meth:`TiledMatrix.from_dense`
+and :meth:`TiledMatrix.from_scipy` (a tile that arrives sparse) all call it, so
+a tile gets the same form whichever path builds it. ``i`` is the size of the
+tile's own compact in-tile index (``uint8`` up to 256 columns, the form a
+:class:`SparseTile` has on the wire), even though a
+:class:`~asafe.compression.TiledMatrix` stores the column indices of its merged
+sparse part as ``uint16`` or wider: so a tile's form depends only on the tile
+(shape, value dtype, non-zeros), not on the matrix it lands in. (The matrix
+constructors used to count ``uint16`` indices and :func:`produce` ``uint8``
+ones, so a 128 x 128 tile between 36% and 40% full got a different form on the
+two paths.)
+
+With the defaults (``w = 2``, ``R = 16``) a 128 x 128 float64 tile is compressed
+below 6563 non-zeros (40% fill; with ``uint16`` indices the bound would be 5907,
+36%, well inside the model's uncertainty on ``w``); a 256 x 256 one below 26365
+(40%). The paper compresses below a fixed
 128 (0.8% fill), which keeps Graph500 tiles with hundreds or thousands of
 non-zeros dense. ``w`` was measured with ``python -m benchmarks kernels
 --section calibrate`` (single-thread time of the sparse and the dense kernel on the
@@ -73,6 +84,7 @@ __all__ = [
     "check_threshold",
     "tile_threshold",
     "tile_thresholds",
+    "keeps_dense",
     "choose_kind",
     "produce",
     "maybe_compress",
@@ -237,8 +249,29 @@ def tile_threshold(shape, dtype=np.float64, threshold=None, index=None) -> int:
     return int(tile_thresholds(np.array([shape[0]]), np.array([shape[1]]), dtype, threshold, index)[0])
 
 
+def keeps_dense(nnz, rows, cols, dtype=np.float64, threshold=None) -> np.ndarray:
+    """The one compression rule: which tiles with ``nnz > 0`` non-zeros stay dense.
+
+    A tile stays dense when ``nnz >= T`` (:func:`tile_thresholds` of its
+    height, width and value dtype, with the index dtype of its own compact
+    in-tile indices). Every path calls this function -- :func:`produce` and
+    :func:`maybe_compress` (through :func:`choose_kind`),
+    :meth:`TiledMatrix.from_dense` and :meth:`TiledMatrix.from_scipy` -- so a
+    tile gets the same form whichever path builds it and whichever matrix it
+    sits in. ``nnz == 0`` (empty) is the caller's case.
+
+    Examples
+    --------
+    >>> keeps_dense(np.array([5906, 6562, 6563]), np.array([128] * 3), np.array([128] * 3))
+    array([False, False,  True])
+    """
+    return np.asarray(nnz, np.int64) >= tile_thresholds(rows, cols, dtype, threshold)
+
+
 def choose_kind(nnz: int, shape, dtype=np.float64, threshold=None) -> str:
     """The form a tile with ``nnz`` non-zeros gets: ``"empty"``, ``"sparse"`` or ``"dense"``.
+
+    The rule of :func:`keeps_dense`, for one tile.
 
     Examples
     --------
@@ -247,7 +280,8 @@ def choose_kind(nnz: int, shape, dtype=np.float64, threshold=None) -> str:
     """
     if nnz == 0:
         return EMPTY
-    return SPARSE if nnz < tile_threshold(shape, dtype, threshold) else DENSE
+    dense = keeps_dense(np.array([nnz]), np.array([shape[0]]), np.array([shape[1]]), dtype, threshold)[0]
+    return DENSE if dense else SPARSE
 
 
 _inspected = 0

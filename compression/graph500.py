@@ -587,7 +587,8 @@ def _dense_mask(nb, blocks, row_blocks, col_blocks):
 def _check_mixed(scale, tile, dense_fraction, edgefactor, seed):
     """Validate the arguments shared by the mixed-matrix functions."""
     scale = _check_int("scale", scale, 1, MAX_SCALE)
-    tile = _check_int("tile", tile, 1)
+    # a tile wider than the matrix is the whole matrix: work and memory bounded by N, not tile
+    tile = min(_check_int("tile", tile, 1), 1 << scale)
     fraction = _check_fraction(dense_fraction)
     edgefactor = _check_int("edgefactor", edgefactor, 1)
     seed = _seed_int(seed)

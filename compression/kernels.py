@@ -35,6 +35,15 @@ The inner loops:
 Accumulation is always float64, also for float32 values; ``x`` and ``y`` are
 float64 (the :class:`~asafe.compression.TiledMatrix` methods convert).
 
+Checked entry points
+--------------------
+numba does no bounds checks: a vector of the wrong length would be read or
+written out of bounds. The public :func:`matvec`, :func:`rmatvec` and
+:func:`csr_matvec` check lengths, dtypes, contiguity, writability and overlap
+of their arguments (O(1), about 1 us) before they call the ``@njit`` kernels;
+:class:`~asafe.compression.TiledMatrix`, which checks user input itself, calls
+the unchecked ``_matvec`` and ``_rmatvec`` behind them.
+
 Concurrent callers
 ------------------
 Only one thread of a process runs a parallel kernel at a time; a product
@@ -135,6 +144,9 @@ _JIT = dict(nogil=True, cache=True)
 _JIT_FAST = dict(nogil=True, cache=True, fastmath=_FASTMATH)
 _ONE = np.uint64(1)
 _TWO = np.uint64(2)
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_Layout = None  # asafe.compression.layout.Layout, imported on first use (layout imports this module)
 
 # Work units of the balance and serial-path estimates, in dense-element
 # equivalents (measured relative costs of the inner loops): a sparse non-zero
@@ -523,13 +535,69 @@ def _run(layout, x, y, parallel, key, serial_kernel, parallel_call) -> None:
         chooser.record(ran_parallel, time.perf_counter() - start)
 
 
+def _check_vector(a, name: str, length: int, what: str) -> None:
+    """O(1) check of a kernel vector: a C-contiguous float64 ndarray of shape ``(length,)``."""
+    if isinstance(a, np.ndarray) and a.dtype == _F64 and a.shape == (length,) and a.flags.c_contiguous:
+        return  # the common case in one test; the messages below say what is wrong
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray of float64, got {type(a).__name__}")
+    if a.dtype != _F64:
+        raise TypeError(f"{name} must have dtype float64, got {a.dtype}; convert it with "
+                        f"np.ascontiguousarray({name}, dtype=np.float64)")
+    if a.shape != (length,):
+        raise ValueError(f"{name} must have shape ({length},) ({what}), got {a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous; pass np.ascontiguousarray({name})")
+
+
+def _check_output(y, x, length: int, what: str) -> None:
+    _check_vector(y, "y", length, what)
+    if not y.flags.writeable:
+        raise ValueError("y is read-only")
+    if np.may_share_memory(x, y):  # bounds only: O(1)
+        raise ValueError("y must not overlap x (TiledMatrix.matvec(x, out=x) handles aliasing)")
+
+
+def _check_product(layout, x, y, parallel, transpose: bool) -> None:
+    """The O(1) checks of :func:`matvec` and :func:`rmatvec`."""
+    global _Layout
+    if _Layout is None:
+        from .layout import Layout as _Layout  # not at the top: layout imports this module
+    if not isinstance(layout, _Layout):
+        raise TypeError(f"layout must be a Layout (TiledMatrix.layout), got {type(layout).__name__}")
+    m, n = layout.shape
+    if transpose:
+        m, n = n, m
+    _check_vector(x, "x", n, f"the number of {'rows' if transpose else 'columns'} of the matrix")
+    _check_output(y, x, m, f"the number of {'columns' if transpose else 'rows'} of the matrix")
+    if parallel is not None and not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be None, True or False, got {parallel!r}")
+
+
+def _matvec(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`matvec` without the checks (callers that checked already)."""
+    _run(layout, x, y, parallel, "path", _matvec_serial, _matvec_parallel_call)
+    return y
+
+
+def _rmatvec(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`rmatvec` without the checks (callers that checked already)."""
+    if layout.shape[1] == 0:
+        return y
+    _run(layout, x, y, parallel, "rpath", _rmatvec_serial, _rmatvec_parallel_call)
+    return y
+
+
 def matvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
     """``y[:] = A @ x`` for the matrix flattened in ``layout``.
 
     The typed entry point of the kernels: ``x`` must be a C-contiguous float64
-    vector of length ``n`` and ``y`` a C-contiguous float64 vector of length
-    ``m`` (the :class:`~asafe.compression.TiledMatrix` methods check user input
-    and convert it). ``parallel=None`` runs the serial kernel below
+    vector of length ``n`` and ``y`` a writable C-contiguous float64 vector of
+    length ``m`` that does not overlap ``x``. These O(1) checks raise
+    ``TypeError`` (type, dtype) or ``ValueError`` (shape, contiguity, overlap):
+    numba does no bounds checks, and a wrong length would read or write out of
+    bounds. The :class:`~asafe.compression.TiledMatrix` methods convert user
+    input first. ``parallel=None`` runs the serial kernel below
     ``settings().serial_work`` and above it the path a :class:`PathChooser`
     measured faster for this matrix; ``True`` or ``False`` force a path.
 
@@ -539,17 +607,21 @@ def matvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -
     >>> A = TiledMatrix.from_dense(np.eye(3), tile=2)
     >>> matvec(A.layout, np.arange(3.0), np.empty(3))
     array([0., 1., 2.])
+    >>> matvec(A.layout, np.arange(2.0), np.empty(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: x must have shape (3,) (the number of columns of the matrix), got (2,)
     """
-    _run(layout, x, y, parallel, "path", _matvec_serial, _matvec_parallel_call)
-    return y
+    _check_product(layout, x, y, parallel, False)
+    return _matvec(layout, x, y, parallel)
 
 
 def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
     """``y[:] = A.T @ x`` for the matrix flattened in ``layout``.
 
-    Same contract as :func:`matvec`, with ``x`` of length ``m`` and ``y`` of
-    length ``n``; the parallel kernel gives each chunk a private float64
-    output and sums them.
+    Same contract and checks as :func:`matvec`, with ``x`` of length ``m``
+    and ``y`` of length ``n``; the parallel kernel gives each chunk a private
+    float64 output and sums them.
 
     Examples
     --------
@@ -558,10 +630,8 @@ def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) 
     >>> rmatvec(A.layout, np.array([1.0, 1.0]), np.empty(2))
     array([1., 5.])
     """
-    if layout.shape[1] == 0:
-        return y
-    _run(layout, x, y, parallel, "rpath", _rmatvec_serial, _rmatvec_parallel_call)
-    return y
+    _check_product(layout, x, y, parallel, True)
+    return _rmatvec(layout, x, y, parallel)
 
 
 # ---------------------------------------------------------------------------
@@ -676,16 +746,56 @@ def _csr_matvec(indptr, indices, data, x, y):
         y[r] = s
 
 
-def csr_matvec(indptr, indices, data, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``y[:] = S @ x`` for one CSR block (float64 ``x`` and ``y``).
+def _check_index_array(a, name: str, size=None) -> None:
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in "iu":
+        got = f"{a.ndim}-D {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
+        raise TypeError(f"{name} must be a 1-D numpy array of integers, got {got}")
+    if size is not None and a.size != size:
+        raise ValueError(f"{name} must have length {size}, got {a.size}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+
+
+def csr_matvec(indptr, indices, data, x: np.ndarray, y: np.ndarray, *, shape) -> np.ndarray:
+    """``y[:] = S @ x`` for one ``shape = (rows, cols)`` CSR block (float64 ``x`` and ``y``).
+
+    O(1) checks: ``indptr`` has ``rows + 1`` integers from 0 to ``len(indices)``,
+    ``indices`` (integers) and ``data`` (float32 or float64) have the same
+    length, ``x`` is a C-contiguous float64 vector of length ``cols`` and ``y``
+    a writable one of length ``rows`` not overlapping ``x``; wrong types raise
+    ``TypeError``, wrong lengths ``ValueError``. The structure itself
+    (``indptr`` non-decreasing, ``indices < cols``) is trusted, as by scipy's
+    ``sparsetools``: checking it is an O(nnz) pass, which
+    :class:`~asafe.compression.SparseTile` makes once at construction.
 
     Examples
     --------
     >>> csr_matvec(np.array([0, 1, 2], np.int32), np.array([1, 0], np.uint8),
-    ...            np.array([5.0, 6.0]), np.array([1.0, 2.0]), np.empty(2))
+    ...            np.array([5.0, 6.0]), np.array([1.0, 2.0]), np.empty(2), shape=(2, 2))
     array([10.,  6.])
+    >>> csr_matvec(np.array([0, 1, 2], np.int32), np.array([1, 0], np.uint8),
+    ...            np.array([5.0, 6.0]), np.array([1.0]), np.empty(2), shape=(2, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: x must have shape (2,) (the number of columns of the block), got (1,)
     """
+    if not (isinstance(shape, tuple) and len(shape) == 2
+            and all(isinstance(v, (int, np.integer)) and v >= 0 for v in shape)):
+        raise ValueError(f"shape must be two non-negative integers (rows, cols), got {shape!r}")
+    rows, cols = int(shape[0]), int(shape[1])
+    _check_index_array(indptr, "indptr", rows + 1)
+    _check_index_array(indices, "indices")
+    if not isinstance(data, np.ndarray) or data.ndim != 1 or data.dtype not in (_F64, _F32):
+        got = f"{data.ndim}-D {data.dtype}" if isinstance(data, np.ndarray) else type(data).__name__
+        raise TypeError(f"data must be a 1-D numpy array of float64 or float32, got {got}")
+    if data.size != indices.size:
+        raise ValueError(f"data and indices must have the same length, got {data.size} and {indices.size}")
+    if not data.flags.c_contiguous:
+        raise ValueError("data must be C-contiguous")
+    if indptr[0] != 0 or indptr[-1] != indices.size:
+        raise ValueError(f"indptr must run from 0 to len(indices) = {indices.size}, "
+                         f"got {int(indptr[0])} to {int(indptr[-1])}")
+    _check_vector(x, "x", cols, "the number of columns of the block")
+    _check_output(y, x, rows, "the number of rows of the block")
     _csr_matvec(indptr, indices, data, x, y)
     return y
-
-

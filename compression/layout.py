@@ -154,7 +154,9 @@ class Layout:
             widths = np.minimum(tile, n - tile * self.dense_col)
             tile_rows = np.repeat(np.arange(nbr), np.diff(self.dense_ptr))
             dense_width = np.bincount(tile_rows, weights=widths, minlength=nbr)
-            per_row = np.repeat(dense_width, tile)[:m] if nbr else np.zeros(0)
+            # each tile row repeated over its own height (bounded by m, not by the tile size)
+            heights = np.minimum(tile, m - tile * np.arange(nbr, dtype=np.int64))
+            per_row = np.repeat(dense_width, heights)
             work = W_DENSE * per_row + W_NONZERO * np.diff(self.row_ptr) + W_ROW
             self._cache["row_work"] = work
         return work
@@ -639,7 +641,11 @@ def _extract(row_ptr, col, data, r0, h, c0, w, indptr, out_ind, out_val, fill):
 def extract_sparse_tile(layout: Layout, row_block: int, col_block: int):
     """The in-tile CSR ``(shape, indptr, indices, data)`` of a sparse tile (a copy).
 
-    Indices are compact for the tile size (:func:`~asafe.compression.kernels.index_dtype`).
+    Arrays sized by the tile's own shape ``h x w`` (smaller than ``tile`` at the
+edge, or when the tile is larger than the matrix), as :func:`engine.produce
+<asafe.compression.engine.produce>` makes them: compact indices for ``w``
+(:func:`~asafe.compression.kernels.index_dtype`), ``int32`` pointers below
+2**31 elements.
 
     Examples
     --------
@@ -652,11 +658,11 @@ def extract_sparse_tile(layout: Layout, row_block: int, col_block: int):
     tile = layout.tile
     r0, c0 = row_block * tile, col_block * tile
     h, w = min(tile, m - r0), min(tile, n - c0)
-    indptr = np.zeros(h + 1, np.int32 if tile * tile < 2**31 else np.int64)
-    empty_ind = np.empty(0, index_dtype(tile))
+    indptr = np.zeros(h + 1, np.int32 if h * w < 2**31 else np.int64)
+    empty_ind = np.empty(0, index_dtype(w))
     empty_val = np.empty(0, layout.data.dtype)
     _extract(layout.row_ptr, layout.col, layout.data, r0, h, c0, w, indptr, empty_ind, empty_val, False)
-    indices = np.empty(int(indptr[-1]), index_dtype(tile))
+    indices = np.empty(int(indptr[-1]), index_dtype(w))
     data = np.empty(int(indptr[-1]), layout.data.dtype)
     _extract(layout.row_ptr, layout.col, layout.data, r0, h, c0, w, indptr, indices, data, True)
     return (h, w), indptr, indices, data

@@ -56,6 +56,7 @@ from .tiles import DenseTile, EmptyTile, SparseTile, Tile, is_integer, value_dty
 __all__ = ["TiledMatrix", "TransposedTiledMatrix", "EMPTY_TILE", "SPARSE_TILE", "DENSE_TILE"]
 
 _F64 = np.dtype(np.float64)
+_MAX_TILE = 2**62
 
 #: Codes of :meth:`TiledMatrix.tile_kinds`.
 EMPTY_TILE, SPARSE_TILE, DENSE_TILE = 0, 1, 2
@@ -71,6 +72,8 @@ def _check_tile(tile) -> int:
         raise TypeError(f"tile must be a positive integer, got {tile!r} of type {type(tile).__name__}")
     if tile <= 0:
         raise ValueError(f"tile must be a positive integer, got {tile}")
+    if tile > _MAX_TILE:  # the kernels index in int64: m + tile must not overflow
+        raise ValueError(f"tile must be at most 2**62, got {tile}; any tile >= the matrix's size gives one tile")
     return int(tile)
 
 
@@ -105,8 +108,7 @@ def _decide(shape, tile, dtype, t_row, t_col, t_nnz, threshold) -> np.ndarray:
     """``t_dense``: which of the non-empty tiles stay dense."""
     h = _extent(shape[0], tile, t_row)
     w = _extent(shape[1], tile, t_col)
-    T = engine.tile_thresholds(h, w, dtype, threshold, index=layout_mod.column_dtype(shape[1]))
-    return np.asarray(t_nnz) >= T
+    return engine.keeps_dense(t_nnz, h, w, dtype, threshold)  # the one rule, as engine.produce
 
 
 def _canonical_csr(S):
@@ -400,7 +402,7 @@ class TiledMatrix:
             and not np.may_share_memory(out, x)
         )
         y = out if direct else np.empty(length_out, np.float64)
-        kernel(self.layout, x64, y)
+        kernel(self.layout, x64, y)  # unchecked kernel entry: x64 and y were checked above
         if direct:
             return out
         if out is not None:
@@ -427,6 +429,22 @@ class TiledMatrix:
         TypeError
             Complex or non-numeric ``x``; a wrong ``out`` dtype.
 
+        Notes
+        -----
+        NaN and Inf in ``x`` follow the *stored* elements, as in scipy's sparse
+        product: ``y[i]`` sums ``A[i, j] * x[j]`` over every element of the
+        dense tiles of row ``i`` (zeros included, exactly numpy's
+        ``A.to_dense() @ x``) and over the non-zeros of its sparse tiles
+        (exactly scipy's ``A.to_scipy() @ x``); the zeros of sparse and empty
+        tiles are structural and never multiply. So a NaN or Inf in ``x[j]``
+        reaches ``y[i]`` when ``(i, j)`` lies in a dense tile or is a non-zero,
+        and not otherwise: with non-finite ``x`` the result depends on which
+        tiles are dense (:meth:`tile_kinds`), that is on the threshold and on
+        whether compression was on, just as numpy's and scipy's products of
+        the same matrix differ. With finite ``x`` it does not (up to
+        rounding). NaN and Inf in the matrix are non-zeros, always stored,
+        and always propagate. The kernels add no per-element test for this.
+
         Examples
         --------
         >>> A = TiledMatrix.from_dense(np.arange(6.0).reshape(2, 3), tile=2)
@@ -436,12 +454,25 @@ class TiledMatrix:
         Traceback (most recent call last):
         ...
         ValueError: x has length 2, but a matrix of shape (2, 3) needs length 3
+
+        A NaN in ``x`` meets the stored zeros of a dense tile (numpy's
+        ``0 * nan = nan``), not the structural zeros of a sparse tile:
+
+        >>> D = np.array([[1.0, 0.0], [0.0, 0.0]])
+        >>> x = np.array([1.0, np.nan])
+        >>> TiledMatrix.from_dense(D, tile=2, threshold=0) @ x    # one dense tile
+        array([nan, nan])
+        >>> TiledMatrix.from_dense(D, tile=2, threshold=5) @ x    # one sparse tile
+        array([1., 0.])
         """
         m, n = self.shape
-        return self._run(kernels.matvec, x, out, n, m, "x")
+        return self._run(kernels._matvec, x, out, n, m, "x")
 
     def rmatvec(self, x, out=None) -> np.ndarray:
         """``A.T @ x`` for a 1-D ``x`` of length ``m`` (same rules as :meth:`matvec`).
+
+        NaN and Inf in ``x[i]`` reach ``y[j]`` when ``(i, j)`` lies in a dense
+        tile or is a non-zero (the stored elements, see :meth:`matvec`).
 
         Examples
         --------
@@ -450,14 +481,22 @@ class TiledMatrix:
         array([3., 5., 7.])
         """
         m, n = self.shape
-        return self._run(kernels.rmatvec, x, out, m, n, "x")
+        return self._run(kernels._rmatvec, x, out, m, n, "x")
 
     def __matmul__(self, x):
+        """``A @ x``: :meth:`matvec` for a 1-D ``x``.
+
+        NaN and Inf in ``x`` propagate through the stored elements only: every
+        element of a dense tile, the non-zeros of a sparse tile (scipy's rule:
+        structural zeros do not propagate them). So with non-finite ``x`` the
+        result depends on which tiles are dense; see :meth:`matvec`.
+        """
         if sp.issparse(x) or isinstance(x, (TiledMatrix, TransposedTiledMatrix)):
             return NotImplemented
         return self.matvec(x)
 
     def __rmatmul__(self, x):
+        """``x @ A``: :meth:`rmatvec` (same NaN/Inf rule as :meth:`matvec`)."""
         if sp.issparse(x):
             return NotImplemented
         return self.rmatvec(x)

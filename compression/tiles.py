@@ -367,7 +367,8 @@ class SparseTile(Tile):
         )
 
     def _matvec(self, x):
-        return kernels.csr_matvec(self.indptr, self.indices, self.data, x, np.empty(self.shape[0]))
+        return kernels.csr_matvec(self.indptr, self.indices, self.data, x, np.empty(self.shape[0]),
+                                  shape=self.shape)
 
     def __reduce__(self):
         return (SparseTile._from_parts, (self.shape, self.indptr, self.indices, self.data))
