@@ -133,7 +133,7 @@ class Phase:
         :func:`asafe.compression.graph500.mixed_matrix`).
     fill : float
         Fraction of the elements of each dense block that are non-zero (1.0:
-        fully dense; below the cost model's threshold, about 36% for 128 x 128
+        fully dense; below the cost model's threshold, about 40% for 128 x 128
         tiles, the block is a compression candidate).
     placement : {"shipped", "local"}
         Where a panel is multiplied: on another worker than the one that
