@@ -34,7 +34,7 @@ def test_phase_validation():
         wl.phases_for("huge")
 
 
-@pytest.mark.parametrize("size", ["default", "quick", "test"])
+@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
