@@ -87,6 +87,7 @@ __all__ = [
     "measure_throughput",
     "parse_link",
     "run_in_link",
+    "summary",
 ]
 
 #: Environment variable that tells a command it runs behind a link (its rate, e.g. ``1gbit``).
@@ -305,8 +306,9 @@ def check_available() -> tuple[str, ...]:
 def link_command(link: str | Link, argv: Sequence[str]) -> list[str]:
     """The command line that runs ``argv`` behind ``link`` in a fresh namespace.
 
-    Its environment must carry ``ASAFE_LINK`` (see :func:`_child_env`); the
-    namespace's identity is exported by the shell as ``ASAFE_LINK_NETNS``.
+    Run it with ``ASAFE_LINK`` set to the link's rate in its environment
+    (:func:`exec_in_link` and :func:`run_in_link` do); the shell exports the
+    namespace's identity as ``ASAFE_LINK_NETNS`` before it executes ``argv``.
     """
     spec = parse_link(link)
     if spec is None:
