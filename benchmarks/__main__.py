@@ -85,7 +85,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``SUITE [options]`` and run ``benchmarks.<suite>.main(options)``."""
+    """Parse ``SUITE [options]`` and run ``benchmarks.<suite>.main(options)``.
+
+    With ``--link RATE`` among the options and outside that link, the process is
+    replaced by ``python -m benchmarks SUITE [options]`` behind it (its own command
+    line when ``argv`` is None); this call then does not return.
+    """
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     status = _enter_link(args.options, argv)
     if status is not None:
