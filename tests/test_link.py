@@ -40,7 +40,7 @@ def _fake_probe():
 # --------------------------------------------------------------------------- rates
 @pytest.mark.parametrize("text, rate, bits", [
     ("1gbit", "1gbit", 1e9), ("100mbit", "100mbit", 1e8), ("10Gbit", "10gbit", 1e10),
-    (" 2.5gbit ", "2.5gbit", 2.5e9), ("1e9bit", "1gbit", 1e9), ("125MBps", "1gbit", 1e9),
+    (" 2.5gbit ", "2.5gbit", 2.5e9), ("1e9bit", "1gbit", 1e9), ("1E9bit", "1gbit", 1e9), ("125MBps", "1gbit", 1e9),
     ("1000kbit", "1mbit", 1e6), ("1gibit", "1073741.824kbit", 2.0**30),
 ])
 def test_rates_in_tc_units(text, rate, bits):

@@ -125,7 +125,7 @@ _BYTE_UNITS = {
 _ACCEPTED = ("a number and one of tc's units: bit, kbit, mbit, gbit, tbit, kibit, mibit, gibit, tibit "
              "(bits per second) or Bps, KBps, MBps, GBps, KiBps, MiBps, GiBps (bytes per second, capital B); "
              f"e.g. 1gbit, 100mbit, 2.5gbit, 125MBps; or {', '.join(LOOPBACK_WORDS)} for the unshaped loopback")
-_RATE = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)(?:e(?P<exp>[+-]?\d+))?\s*(?P<unit>[A-Za-z]+)\s*$")
+_RATE = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)(?:[eE](?P<exp>[+-]?\d+))?\s*(?P<unit>[A-Za-z]+)\s*$")
 
 # Where ip and tc live (often /usr/sbin, which is not on every user's PATH).
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
