@@ -5,6 +5,13 @@ function that parses its own options (the common ones come from
 :func:`benchmarks.harness.add_common_arguments`). The known suites are listed
 below with one line of help; a module added to ``benchmarks/`` later is found too.
 A known suite whose module is not in this checkout exits with status 2 and says so.
+
+``--link RATE`` (``1gbit``, ``100mbit``: tc's units) runs the suite behind a shaped
+loopback: before the suite starts, the command re-executes itself in a private
+network namespace whose loopback is rate-limited by ``tc tbf``
+(:mod:`asafe.app.link`), so the clusters the suite starts talk over that link. A
+rate that cannot be read, or a machine where no namespace can be made, exits with
+status 2 and says what is needed.
 """
 from __future__ import annotations
 
@@ -67,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
             "  --quick            smaller problems and budgets (a smoke run)\n"
             "  --out DIR          results folder, files go to DIR/<suite>/ (default: results)\n"
             "  --max-seconds S    sampling budget per measurement\n"
-            "  --rel-ci R         target half-width of the median's 95% CI (default: 0.05)"
+            "  --rel-ci R         target half-width of the median's 95% CI (default: 0.05)\n"
+            "  --link RATE        run behind a loopback shaped to RATE (1gbit, 100mbit; tc tbf in a\n"
+            "                     private network namespace; Linux, root or user namespaces)"
         ),
     )
     parser.add_argument("suite", choices=sorted(suites), metavar="SUITE", help="the suite to run (listed below)")
@@ -76,8 +85,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``SUITE [options]`` and run ``benchmarks.<suite>.main(options)``."""
+    """Parse ``SUITE [options]`` and run ``benchmarks.<suite>.main(options)``.
+
+    With ``--link RATE`` among the options and outside that link, the process is
+    replaced by ``python -m benchmarks SUITE [options]`` behind it (its own command
+    line when ``argv`` is None); this call then does not return.
+    """
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    status = _enter_link(args.options, argv)
+    if status is not None:
+        return status
     module_name = f"{__package__ or 'benchmarks'}.{args.suite}"
     try:
         module = importlib.import_module(module_name)
@@ -92,6 +109,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"suite {args.suite} has no main(argv) function", file=sys.stderr)
         return 2
     return int(run(args.options) or 0)
+
+
+def _enter_link(options: Sequence[str], argv: Sequence[str] | None) -> int | None:
+    """Re-execute this command behind ``--link RATE`` if the options ask for one.
+
+    Returns an exit status on error (the message printed), ``None`` to go on (on
+    the loopback, or already inside the link, after printing its measured check).
+    """
+    from asafe.app import link
+
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--link", default=None)
+    known, _ = pre.parse_known_args(list(options))
+    if known.link is None:
+        return None
+    try:
+        spec = link.parse_link(known.link)
+        if spec is None:
+            return None
+        command = None if argv is None else [sys.executable, "-m", __package__ or "benchmarks", *argv]
+        link.enter(spec, command)
+    except (ValueError, link.LinkUnavailable) as exc:
+        print(f"--link {known.link}: {exc}", file=sys.stderr)
+        return 2
+    print(link.summary(), flush=True)
+    return None
 
 
 if __name__ == "__main__":

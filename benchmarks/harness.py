@@ -753,9 +753,12 @@ def _measurements_in(obj: Any) -> list[Measurement]:
 
 # --------------------------------------------------------------------------- command line
 def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float = 30.0) -> argparse.ArgumentParser:
-    """Add the options every suite accepts: ``--quick``, ``--out``, ``--max-seconds``, ``--rel-ci``.
+    """Add the options every suite accepts: ``--quick``, ``--out``, ``--max-seconds``, ``--rel-ci``, ``--link``.
 
     ``max_seconds`` is the suite's default sampling budget per measurement.
+    ``--link RATE`` gives the :class:`asafe.app.link.Link` the suite runs behind
+    (``None``: the loopback as it is); every results file records it in its
+    environment (``environment["link"]``, with a measured check).
     """
     parser.add_argument("--quick", action="store_true",
                         help="smaller problems and budgets: a smoke run, not a result to report")
@@ -765,7 +768,43 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float 
                         help="sampling budget per measurement in seconds (default: %(default)s)")
     parser.add_argument("--rel-ci", type=_positive_float, default=0.05, metavar="R",
                         help="stop when the 95%% CI of every median is within +-R of it (default: %(default)s)")
+    parser.add_argument("--link", type=_link_rate, action=_LinkAction, default=None, metavar="RATE",
+                        help="run behind a loopback shaped to RATE (tc units: 1gbit, 100mbit) in a private "
+                             "network namespace; python -m benchmarks re-executes itself there "
+                             "(default: the loopback as it is)")
     return parser
+
+
+def _link_rate(text: str) -> Any:
+    from asafe.app.link import parse_link
+
+    try:
+        return parse_link(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _LinkAction(argparse.Action):
+    """``--link RATE``: the command must already run behind that link.
+
+    ``python -m benchmarks SUITE --link RATE`` re-executes itself inside the link
+    before the suite parses its options (:func:`benchmarks.__main__.main`); a suite's
+    ``main()`` called from Python cannot re-execute its caller, so there the option
+    is refused unless the process already runs behind the same link (for example
+    under ``asafe link RATE -- python script.py``).
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from asafe.app.link import current
+
+        inside = current()
+        if values is not None and (inside is None or inside.rate != values.rate):
+            parser.error(f"--link {values.rate}: this process does not run behind that link "
+                         f"({'the loopback as it is' if inside is None else 'it runs behind ' + inside.rate}); "
+                         f"run the suite as `python -m benchmarks SUITE --link {values.rate}`, which "
+                         f"re-executes itself behind it, or under `asafe link {values.rate} -- COMMAND`")
+        setattr(namespace, self.dest, values)
 
 
 def _positive_float(text: str) -> float:

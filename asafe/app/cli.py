@@ -22,6 +22,33 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
+def _link_option(ctx: click.Context, param: click.Parameter, value: str | None):
+    from .link import parse_link
+
+    try:
+        return parse_link(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _enter_link(spec) -> None:
+    """Re-execute this command behind ``spec`` (a shaped loopback), or go on inside it."""
+    from .link import LinkUnavailable, enter, summary
+
+    if spec is None:
+        return
+    try:
+        enter(spec)
+    except LinkUnavailable as exc:
+        raise click.ClickException(f"--link {spec.rate}: {exc}") from None
+    click.echo(summary())
+
+
+_LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mbit, ...): the command "
+              "re-executes itself in a private network namespace whose loopback is rate-limited by tc tbf "
+              "(Linux; root or user namespaces). Default: the loopback as it is.")
+
+
 @main.command()
 @click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: about 2 minutes on 2 cores.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=2),
@@ -42,11 +69,12 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="Where the PNG figure goes.")
 @click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
               type=click.Path(dir_okay=False), help="Where the JSON report goes.")
+@click.option("--link", "link", default=None, metavar="RATE", callback=_link_option, help=_LINK_HELP)
 @click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
               help="Phase sizes (tests use 'test').")
 def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
          repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
-         plot: str, json_path: str, size: str | None) -> None:
+         plot: str, json_path: str, link, size: str | None) -> None:
     """Run the phased Graph500 workload: adaptive compression against the static settings.
 
     Four phases (shipped sparse panels, local dense-ish panels, shipped panels
@@ -70,12 +98,51 @@ def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: 
         raise click.BadParameter(
             f"Hysteresis needs alpha <= beta, got alpha={thresholds.alpha} > beta={thresholds.beta}",
             param_hint="'--alpha' / '--beta'")
+    if link is not None and scheduler_address is not None:
+        raise click.UsageError("--link shapes the loopback of the embedded LocalCluster; it cannot be combined "
+                               "with --scheduler-address (shape that cluster's own network instead)")
+    _enter_link(link)
     try:
         run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
                  scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
                  plot=plot, json_path=json_path)
     except DemoError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("rate", callback=_link_option)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def link(rate, command: tuple[str, ...]) -> None:
+    """Run COMMAND behind a shaped loopback of RATE; without COMMAND, measure it.
+
+    RATE uses tc's units (1gbit, 100mbit, 2.5gbit, 125MBps). COMMAND runs in a
+    private network namespace (Linux; root or unprivileged user namespaces) whose
+    only interface, the loopback, is rate-limited by tc's token bucket filter, with
+    ASAFE_LINK=RATE in its environment; everything it starts (a LocalCluster's
+    scheduler, nanny and workers) shares that link. Example:
+
+    \b
+        asafe link 1gbit -- python my_cluster_script.py
+
+    Without COMMAND: enter such a namespace, send data between two TCP sockets on
+    its loopback, and print the measured rate.
+    """
+    from .link import LinkUnavailable, exec_in_link
+
+    if rate is None:
+        raise click.BadParameter("needs a rate such as 1gbit (the loopback needs no command)", param_hint="RATE")
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        _enter_link(rate)
+        return
+    try:
+        exec_in_link(rate, command)
+    except LinkUnavailable as exc:
+        raise click.ClickException(f"{rate.rate}: {exc}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot run {command[0]!r}: {exc}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

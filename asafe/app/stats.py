@@ -639,6 +639,12 @@ def git_state(path: str | os.PathLike | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
+def _link() -> dict[str, Any]:
+    from .link import describe
+
+    return describe()
+
+
 def environment(**extra: Any) -> dict[str, Any]:
     """Describe the machine and software a result was measured on.
 
@@ -657,8 +663,9 @@ def environment(**extra: Any) -> dict[str, Any]:
         imported), ``threads`` (thread environment variables, threadpoolctl pools,
         numba's threads and threading layer if numba is imported), ``load_average``
         (1, 5, 15 min: these machines are shared), ``git`` (commit and dirty flag
-        of the imported asafe's tree), ``time`` (UTC), then ``extra``. Plain data,
-        ready for JSON.
+        of the imported asafe's tree), ``link`` (the loopback as it is, or the shaped
+        link of :mod:`asafe.app.link` with its measured check), ``time`` (UTC), then
+        ``extra``. Plain data, ready for JSON.
     """
     import psutil
 
@@ -683,6 +690,7 @@ def environment(**extra: Any) -> dict[str, Any]:
                     "threadpoolctl": _threadpools(), "numba": _numba_threads()},
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "git": git_state(),
+        "link": _link(),
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     clash = sorted(set(extra) & set(info))
