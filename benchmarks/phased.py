@@ -79,15 +79,38 @@ BLENDS = (0.1, 0.25, 0.5, 1.0)
 STATIC_EVERY = 4
 
 
+_PERCENTILES = (1, 5, 10, 50, 90, 95, 99)
+
+
 def ratio_percentiles(ratios: Sequence[float]) -> dict[str, Any]:
-    """10th/50th/90th percentiles of a phase's ratios (inf kept as inf; nan dropped)."""
+    """1st to 99th percentiles of a phase's ratios (inf kept as inf; nan dropped)."""
     values = np.array([r for r in ratios if not math.isnan(r)], dtype=float)
     if values.size == 0:
-        return {"n": 0, "p10": None, "p50": None, "p90": None}
+        return {"n": 0, **{f"p{q}": None for q in _PERCENTILES}}
     finite = np.where(np.isinf(values), 1e300, values)
-    p10, p50, p90 = (float(np.percentile(finite, q)) for q in (10, 50, 90))
     fix = (lambda v: math.inf if v >= 1e299 else v)
-    return {"n": int(values.size), "p10": fix(p10), "p50": fix(p50), "p90": fix(p90)}
+    return {"n": int(values.size), **{f"p{q}": fix(float(np.percentile(finite, q))) for q in _PERCENTILES}}
+
+
+def thresholds_rule(shipped_p50: float, shipped_p90: float, local_p5: float, local_p50: float) -> tuple[float, float]:
+    """alpha and beta from the calibration ratios, each rounded to a power of two.
+
+    Compression must turn on in a shipped phase and stay off in a local one: one
+    evaluation below alpha is enough to switch it on, so alpha sits between what
+    shipped phases typically show (their largest median) and what local phases
+    rarely show (their smallest 5th percentile). Symmetrically, beta sits between
+    the shipped phases' 90th percentile and the local phases' median. Each is the
+    geometric mean of its two bounds.
+
+    Examples
+    --------
+    >>> thresholds_rule(0.65, 1.4, 1.6, 58.0)
+    (1.0, 8.0)
+    """
+    def power_of_two(x: float) -> float:
+        return float(2.0 ** round(math.log2(x)))
+
+    return power_of_two(math.sqrt(shipped_p50 * local_p5)), power_of_two(math.sqrt(shipped_p90 * local_p50))
 
 
 def _fmt_ratio(v: float | None) -> str:
@@ -111,24 +134,31 @@ def section_ratios(client: Any, phases: list, thresholds: Any, expected: list, r
             pct = ratio_percentiles(r)
             record.setdefault(phase.name, {})["on" if compress else "off"] = {**pct, "seconds": run.seconds}
             rows.append({"phase": phase.name, "compression": "on" if compress else "off", "n": pct["n"],
-                         "p10": _fmt_ratio(pct["p10"]), "median": _fmt_ratio(pct["p50"]),
-                         "p90": _fmt_ratio(pct["p90"]), "time": format_seconds(run.seconds)})
+                         "p5": _fmt_ratio(pct["p5"]), "p10": _fmt_ratio(pct["p10"]),
+                         "median": _fmt_ratio(pct["p50"]), "p90": _fmt_ratio(pct["p90"]),
+                         "time": format_seconds(run.seconds)})
     print("\nratios: the compute/communication ratio asafe measures in each phase (compression pinned)")
-    print(format_table(rows, ["phase", "compression", "n", "p10", "median", "p90", "time"]))
-    shipped = [record[p.name][s]["p90"] for p in phases if p.placement == "shipped" for s in ("on", "off")]
-    local = [record[p.name][s]["p10"] for p in phases if p.placement == "local" for s in ("on", "off")]
-    shipped = [v for v in shipped if v is not None]
-    local = [v for v in local if v is not None]
-    if shipped and local:
-        summary = {"shipped_p90_max": max(shipped), "local_p10_min": min(local),
-                   "alpha": thresholds.alpha, "beta": thresholds.beta}
-        record["summary"] = summary
-        print(f"shipped phases: p90 at most {_fmt_ratio(max(shipped))}; local phases: p10 at least "
-              f"{_fmt_ratio(min(local))}; alpha = {thresholds.alpha:g}, beta = {thresholds.beta:g}")
-        if max(shipped) >= thresholds.alpha or min(local) <= thresholds.beta:
-            results.warn("ratios: the phases' 10-90% ratio ranges reach into the hysteresis band "
-                         f"[{thresholds.alpha:g}, {thresholds.beta:g}]: decisions rest on the window's median, "
-                         "check the transitions", kind="NOTE")
+    print(format_table(rows, ["phase", "compression", "n", "p5", "p10", "median", "p90", "time"]))
+    def bound(placement: str, q: str, pick: Any) -> float | None:
+        values = [record[p.name][s][q] for p in phases if p.placement == placement for s in ("on", "off")]
+        values = [v for v in values if v is not None]
+        return pick(values) if values else None
+
+    bounds = {"shipped_p50_max": bound("shipped", "p50", max), "shipped_p90_max": bound("shipped", "p90", max),
+              "local_p5_min": bound("local", "p5", min), "local_p50_min": bound("local", "p50", min)}
+    if all(v is not None and 0 < v < math.inf for v in bounds.values()):
+        alpha, beta = thresholds_rule(bounds["shipped_p50_max"], bounds["shipped_p90_max"],
+                                      bounds["local_p5_min"], bounds["local_p50_min"])
+        record["summary"] = {**bounds, "rule_alpha": alpha, "rule_beta": beta,
+                             "alpha": thresholds.alpha, "beta": thresholds.beta}
+        print(f"shipped phases: median at most {_fmt_ratio(bounds['shipped_p50_max'])}, p90 at most "
+              f"{_fmt_ratio(bounds['shipped_p90_max'])}; local phases: p5 at least "
+              f"{_fmt_ratio(bounds['local_p5_min'])}, median at least {_fmt_ratio(bounds['local_p50_min'])}")
+        print(f"the rule gives alpha = {alpha:g}, beta = {beta:g}; in use: alpha = {thresholds.alpha:g}, "
+              f"beta = {thresholds.beta:g}")
+        if (alpha, beta) != (thresholds.alpha, thresholds.beta):
+            results.warn(f"ratios: the rule gives alpha = {alpha:g}, beta = {beta:g} on this run, the defaults "
+                         f"are {thresholds.alpha:g}, {thresholds.beta:g}", kind="NOTE")
     results.add("ratios", record)
     return record
 

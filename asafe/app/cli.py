@@ -60,11 +60,14 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
 @click.option("--repetitions", default=None, type=click.IntRange(1, 100),
               help="Measured rounds of every variant, interleaved [default: 3 with --quick, else 6].")
 @click.option("--alpha", default=None, type=float, callback=_positive,
-              help="Compression turns on below this compute/communication ratio [default: 2].")
+              help="Compression turns on below this compute/communication ratio [default: 1].")
 @click.option("--beta", default=None, type=float, callback=_positive,
               help="Compression turns off above this compute/communication ratio [default: 8].")
 @click.option("--window", default=None, type=click.IntRange(min=1),
               help="Measurements in the mode tracker's sliding window [default: 16].")
+@click.option("--blend", default=None, type=click.FloatRange(0.0, 1.0),
+              help="Weight of the measured window against the scheduled tasks and planned transfers "
+                   "(1: the measured window alone) [default: 0.1].")
 @click.option("--plot", "plot", default="asafe-demo.png", show_default=True, type=click.Path(dir_okay=False),
               help="Where the PNG figure goes.")
 @click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
@@ -74,7 +77,7 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
               help="Phase sizes (tests use 'test').")
 def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
          repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
-         plot: str, json_path: str, link, size: str | None) -> None:
+         blend: float | None, plot: str, json_path: str, link, size: str | None) -> None:
     """Run the phased Graph500 workload: adaptive compression against the static settings.
 
     Four phases (shipped sparse panels, local dense-ish panels, shipped panels
@@ -90,7 +93,8 @@ def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: 
     if size is None:
         size = "quick" if quick else "default"
     thresholds = workload.DEFAULT_THRESHOLDS
-    changes = {k: v for k, v in (("alpha", alpha), ("beta", beta), ("window", window)) if v is not None}
+    changes = {k: v for k, v in (("alpha", alpha), ("beta", beta), ("window", window), ("blend", blend))
+               if v is not None}
     if changes:
         thresholds = replace(thresholds, **changes, how="set on the command line: " + ", ".join(
             f"{k}={v}" for k, v in changes.items()))

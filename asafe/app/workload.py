@@ -735,13 +735,15 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds(
-    alpha=2.0, beta=6.0, window=16, dwell=0.2, dwell_tasks=16, blend=0.1,
+    alpha=1.0, beta=8.0, window=16, dwell=0.2, dwell_tasks=16, blend=0.1,
     how=(
         "chosen on CALIBRATION_PHASES only (neither the demo's phases nor the held-out ones), on loopback;\n"
         "data and command in docs/results/calibration/ (python -m benchmarks phased --section ratios\n"
-        "--section sweep). With compression pinned on and off, the shipped calibration phases showed ratios\n"
-        "up to 1.38 (90th percentile), the local ones at least 8 (10th percentile). alpha = 2 and beta = 6:\n"
-        "about 1.4x inside each side of that gap, a band a factor 3 wide.\n"
+        "--section sweep). With compression pinned on and off, benchmarks.phased.thresholds_rule puts alpha\n"
+        "between the largest median ratio of the shipped phases and the smallest 5th percentile of the local\n"
+        "ones (one evaluation below alpha switches compression on: typical in a shipped phase, rare in a local\n"
+        "one), and beta between the shipped phases' largest 90th percentile and the local phases' smallest\n"
+        "median; geometric means, rounded to powers of two.\n"
         "blend = 0.1: the scheduled view (tasks ready at submission and the transfers the forecast plans)\n"
         "decides when it holds a window's worth of tasks; the measured window weighs 10% (the sweep's blend\n"
         "row compares 0.1, 0.25, 0.5 and 1, the measured window alone).\n"
