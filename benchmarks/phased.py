@@ -69,8 +69,8 @@ __all__ = ["SECTIONS", "main", "calibrate", "ratio_percentiles"]
 
 SECTIONS = ("ratios", "phases", "sweep")
 
-ALPHAS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-BETAS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+ALPHAS = (0.5, 1.0, 2.0, 4.0)
+BETAS = (4.0, 8.0, 16.0, 32.0)
 QUICK_ALPHAS = (0.5, 2.0, 8.0)
 QUICK_BETAS = (2.0, 8.0, 32.0)
 #: Weights of the measured window against the scheduled view, tried at the chosen alpha and beta.
