@@ -238,8 +238,12 @@ class TransferForecast:
                 self.learn_output(out.prefix, crossed=worker not in out.home)
 
     def _refine(self, out: _Output) -> None:
+        # the output exists: its size is known, and so is where it is (an edge
+        # to a known worker now crosses or does not, no longer "probably")
         bandwidth = self._bandwidth_now()
-        for edge in out.edges.values():
+        for where, edge in out.edges.items():
+            if isinstance(where, str) and out.home is not None:
+                edge[0] = 0.0 if where in out.home else 1.0
             seconds = edge[0] * out.nbytes / bandwidth
             if out.active:
                 self._plan(seconds - edge[1], 0)

@@ -431,7 +431,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             new = []
             for key in tasks:
                 ts = known.get(key)
-                if ts is not None and ts.state in ("released", "waiting") and key not in self._scheduled:
+                if (ts is not None and ts.run_spec is not None and ts.state in ("released", "waiting")
+                        and key not in self._scheduled):
                     new.append(ts)
             if not new:
                 return
