@@ -289,9 +289,9 @@ HELD_OUT_PHASES: tuple[Phase, ...] = (
           panels=12, description="30% of the 256-tiles 15%-full blocks, shipped"),
     Phase("ho-local-short", scale=12, dense_fraction=1.0, fill=0.3, placement="local", steps=2, panels=8,
           description="30%-full blocks, local, a phase of two steps"),
-    Phase("ho-shipped-long", scale=11, dense_fraction=0.2, placement="shipped", steps=16, vectors=4, panels=6,
-          description="20% dense blocks, shipped, 16 steps of 4 vectors"),
-    Phase("ho-local-fill45", scale=13, tile=64, dense_fraction=1.0, fill=0.45, placement="local", steps=4,
+    Phase("ho-shipped-long", scale=11, dense_fraction=0.2, placement="shipped", steps=12, vectors=2, panels=6,
+          description="20% dense blocks, shipped, 12 steps of 2 vectors"),
+    Phase("ho-local-fill45", scale=12, tile=64, dense_fraction=1.0, fill=0.45, placement="local", steps=4,
           panels=16, description="45%-full 64-tiles (above the cost model's threshold), local"),
 )
 
