@@ -328,6 +328,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # what crossed the network, as measured (wire) and as uncompressed (logical)
         self.transfer_stats = {"count": 0, "seconds": 0.0, "corrected_seconds": 0.0,
                                "wire_bytes": 0, "logical_bytes": 0, "unannotated": 0}
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
 
     # pickling: the plugin travels to the scheduler as its settings and runtime
     def __getstate__(self) -> dict[str, Any]:
@@ -505,6 +506,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             seconds = max(startstop["stop"] - startstop["start"], 0.0)
             wire = startstop.get(STARTSTOP_BYTES)
             if wire is None:  # no worker plugin saw this transfer: attribute by dependencies
+                _fallback(self, "unannotated-transfer", "a transfer arrived without the worker plugin's "
+                          "byte annotation; it is charged by its dependencies' sizes")
                 wire, extra = self._dependency_bytes(ts, startstop.get("source"))
                 stats["unannotated"] += 1
             else:
@@ -549,7 +552,12 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # (``distributed.scheduler.bandwidth``, updated from worker heartbeats)
         if self.bandwidth:
             return self.bandwidth
-        return float(getattr(self.scheduler, "bandwidth", 0) or 0)
+        bandwidth = getattr(self.scheduler, "bandwidth", None)
+        if bandwidth is None:
+            _fallback(self, "scheduler.bandwidth", "the scheduler has no bandwidth estimate; transfers "
+                      "are not corrected until one is measured")
+            return 0.0
+        return float(bandwidth or 0)
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         """A worker left: stop pushing to it; drop entries of tasks no longer scheduled.
@@ -636,7 +644,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "scheduled": tracker.scheduled_work(),
                 "measured": tracker.measured_work(),
                 "tasks": len(self._scheduled),
+                "rejected": dict(tracker.rejected),
             }
+        if "fallbacks" in what:
+            out["fallbacks"] = dict(self.fallbacks)
         if "plugin" in what:
             out["plugin"] = {
                 "workers": sorted(self._ready),
@@ -646,6 +657,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "expected_transfers": self.expected_transfers,
                 "transfers": dict(self.transfer_stats),
                 "errors": [list(e) for e in self.plugin_errors],
+                "fallbacks": dict(self.fallbacks),
             }
         return out
 
@@ -704,6 +716,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self._failed_hooks: set[str] = set()
         self._published = False
         self._batch: tuple[dict, dict | None] | None = None  # the last received batch and its startstop
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
 
     def __getstate__(self) -> dict[str, Any]:
         return {"token": self.token, "record_sizes": self.record_sizes}
@@ -808,7 +821,16 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         # batch's bytes and with the bytes compression saved, so that the
         # scheduler charges exactly the transfer that moved them.
         record = None
-        for candidate in _last(self.worker.transfer_incoming_log, 8):
+        log = getattr(self.worker, "transfer_incoming_log", None)
+        if log is None:
+            _fallback(self, "worker.transfer_incoming_log", "the worker keeps no transfer log; transfers "
+                      "reach the scheduler unannotated")
+            return
+        for candidate in _last(log, 8):
+            if not isinstance(candidate, Mapping) or not {"keys", "total", "start", "who"} <= candidate.keys():
+                _fallback(self, "worker.transfer_incoming_log-format", "the worker's transfer log entries "
+                          "lack keys/total/start/who; transfers reach the scheduler unannotated")
+                return
             if key in candidate["keys"]:
                 record = candidate
                 break
@@ -860,6 +882,22 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveWorkerPlugin token={str(self.token)[:8]} version={self.version}>"
+
+
+def _fallback(plugin: Any, name: str, what: str) -> None:
+    """A distributed internal the plugin reads is missing: count it, warn once per name.
+
+    The plugins read private parts of distributed (the tested range is pinned in
+    setup.py); where one is gone they take a less exact path instead of failing,
+    and this makes that visible (``handle.fallbacks``, ``handle.info("fallbacks")``).
+    """
+    seen = plugin.fallbacks.get(name, 0)
+    plugin.fallbacks[name] = seen + 1
+    if not seen:
+        import distributed
+
+        logger.warning("asafe: %s (distributed %s; %s). Counted in the %s's fallbacks[%r].",
+                       what, distributed.__version__, name, type(plugin).__name__, name)
 
 
 def _last(items: Any, n: int) -> list:
