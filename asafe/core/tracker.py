@@ -284,6 +284,11 @@ class ModeTracker:
         with self._lock:
             return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
 
+    def scheduled_tasks(self) -> int:
+        """Number of tasks currently counted as scheduled (all types)."""
+        with self._lock:
+            return sum(self._counts.values())
+
     def expected_duration(self, task_type: str, prefix: str) -> float:
         """The current expected duration of a task of this group."""
         with self._lock:
