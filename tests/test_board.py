@@ -121,3 +121,17 @@ def test_a_board_left_by_a_killed_controller_is_swept_by_the_next_one():
     """)
     assert sweep.returncode == 0, sweep.stderr
     assert leftovers(killed) == []
+
+
+def test_forked_workers_read_the_board_too():
+    @asafe.typed(asafe.COMMUNICATION)
+    def seen(i):
+        import asafe as a
+        from asafe.schedulers import board as b
+        b._local = {}  # a forked child inherits the parent's in-process states: read the shared board
+        return a.is_on("compression")
+
+    with dask.config.set({"multiprocessing.context": "fork"}):
+        with asafe.adaptive(make_runtime(), scheduler="processes"):
+            (results,) = dask.compute([dask.delayed(seen, pure=False)(i) for i in range(4)], num_workers=2)
+    assert all(results)

@@ -228,7 +228,7 @@ def _shared_board() -> _SharedReader | None:
     """The board this process was handed (:data:`ENV`), mapped once; else ``None``."""
     global _reader, _reader_path, _next_look
     path = os.environ.get(ENV)
-    if not path or path == _writer.path:  # none handed over, or this process's own
+    if not path or (path == _writer.path and _writer._pid == os.getpid()):  # none, or this process's own
         return None
     if _reader is not None and _reader_path == path:
         return _reader
