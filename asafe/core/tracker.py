@@ -49,10 +49,26 @@ they do not count in ``N``. When one view is empty the other is used alone.
 Memory is bounded whatever the graph size: the ring holds ``window`` entries and
 groups with no scheduled task are evicted, least recently used first, beyond
 ``max_groups``. No per-key state is kept.
+
+*Bad input.* The tracker sits inside scheduler callbacks (Dask's local callbacks,
+a cluster's scheduler plugin), where an exception stops a run. So no event
+method raises on a bad value: a duration that is not a finite number of seconds
+in ``[0, 1e9]`` (NaN, an infinity, a negative or absurd value, not a number), a
+count that is not an integer >= 0, or a task type that is not a non-empty str is
+ignored -- a task that finished with a bad duration still leaves the scheduled
+set, it is only not learned from -- and counted in :attr:`ModeTracker.rejected`
+(``{kind of problem: count}``). The first event of each kind is logged as a
+warning on the ``asafe`` logger, naming the argument, the value and what is
+allowed; later ones of the same kind are only counted. Without this, one NaN
+would make a type's running sums NaN for good (``max(nan, 0.0)`` is NaN, and a
+NaN sum is never above zero, so the type drops out of the measured view) and one
+infinity would make :meth:`ModeTracker.mode` raise (``inf / inf``).
 """
 from __future__ import annotations
 
+import logging
 import math
+import numbers
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
@@ -60,6 +76,14 @@ from collections.abc import Iterable
 from .mode import ModeVector
 
 __all__ = ["ModeTracker"]
+
+logger = logging.getLogger("asafe")
+
+#: The longest duration accepted, in seconds (about 31 years): beyond it a
+#: measurement is a broken clock, and running sums of such values could overflow.
+MAX_SECONDS = 1e9
+#: The largest count accepted in one event (2**53: exact as a float).
+MAX_COUNT = 2**53
 
 
 class _Group:
@@ -139,12 +163,20 @@ class ModeTracker:
         self._ring_total = 0  # measurements in the ring (sum of counts), <= window
         self._measured: dict[str, float] = {}
         self.finished = 0  # tasks finished since creation (dwell counts these)
+        #: Events (or parts of events) ignored because a value was invalid, per
+        #: kind of problem, e.g. ``{"finish: duration is nan": 3}``.
+        self.rejected: dict[str, int] = {}
+        self._reject_lock = threading.Lock()
 
     # events -----------------------------------------------------------------
     def add(self, task_type: str, prefix: str) -> None:
         """A task of this type and key prefix is now scheduled (ready or running)."""
         with self._lock:
-            self._schedule(self._group(task_type, prefix), 1)
+            group = self._group(task_type, prefix)
+            if group is not None:
+                self._schedule(group, 1)
+                return
+        self._reject("add", "task_type", task_type, _TYPE_RULE)
 
     def finish(self, task_type: str, prefix: str, duration: float, scheduled: bool = True) -> None:
         """A task finished after ``duration`` seconds of work.
@@ -152,18 +184,34 @@ class ModeTracker:
         ``scheduled=False`` records a task that was never announced with
         :meth:`add` (it is measured and learned from, but not removed).
         """
-        duration = max(float(duration), 0.0)
+        try:
+            seconds: float | None = float(duration)
+        except (TypeError, ValueError, OverflowError):
+            seconds = None
+        if seconds is None or not 0.0 <= seconds <= MAX_SECONDS:  # NaN fails both
+            self._reject("finish", "duration", duration, _SECONDS_RULE)
+            seconds = None  # the task still leaves the scheduled set
         with self._lock:
-            self._complete(self._group(task_type, prefix), 1, duration, scheduled)
-            self._evict()
+            group = self._group(task_type, prefix)
+            if group is not None:
+                self._complete(group, 1, seconds, scheduled)
+                self._evict()
+                return
+        self._reject("finish", "task_type", task_type, _TYPE_RULE)
 
     def discard(self, task_type: str, prefix: str, count: int = 1) -> None:
         """``count`` scheduled tasks left without a measurement (lost, erred, cancelled)."""
+        if not _is_count(count):
+            self._reject("discard", "count", count, _COUNT_RULE)
+            return
         with self._lock:
-            group = self._groups.get((task_type, prefix))
-            if group is None or group.count == 0:
+            try:
+                group = self._groups.get((task_type, prefix))
+            except TypeError:  # an unhashable type or prefix: no such group
+                group = None
+            if group is None or group.count == 0 or count == 0:
                 return
-            self._unschedule(group, min(count, group.count))
+            self._unschedule(group, min(int(count), group.count))
             self._evict()
 
     def ingest(self, batch: Iterable[tuple[str, str, int, int, float]]) -> None:
@@ -187,21 +235,45 @@ class ModeTracker:
         {'compute': 6.0, 'communication': 1.0}
         """
         with self._lock:
-            for task_type, prefix, added, finished, seconds in batch:
+            for entry in batch:
+                try:  # the fast check: what the scheduler integrations send
+                    task_type, prefix, added, finished, seconds = entry
+                    valid = (type(added) is int and type(finished) is int and added >= 0 and finished >= 0
+                             and (not finished or 0.0 <= seconds <= MAX_SECONDS))
+                except (TypeError, ValueError):
+                    valid = False
+                if not valid:
+                    cleaned = self._clean_entry(entry)
+                    if cleaned is None:
+                        continue
+                    task_type, prefix, added, finished, seconds = cleaned
                 if not (added or finished):
                     continue
                 group = self._group_at((task_type, prefix))
+                if group is None:
+                    self._reject("ingest", "task_type", task_type, _TYPE_RULE)
+                    continue
                 if added:
                     self._schedule(group, added)
                 if finished:
-                    self._complete(group, finished, seconds if seconds > 0.0 else 0.0, True)
+                    self._complete(group, finished, seconds, True)
             if len(self._groups) > self.max_groups:
                 self._evict()
 
     def observe(self, task_type: str, seconds: float) -> None:
         """Measured work that is not a scheduled task (e.g. a transfer)."""
+        if not _is_type(task_type):
+            self._reject("observe", "task_type", task_type, _TYPE_RULE)
+            return
+        try:
+            value = float(seconds)
+        except (TypeError, ValueError, OverflowError):
+            value = math.nan
+        if not 0.0 <= value <= MAX_SECONDS:  # NaN fails both
+            self._reject("observe", "seconds", seconds, _SECONDS_RULE)
+            return
         with self._lock:
-            self._push(task_type, max(float(seconds), 0.0), 1)
+            self._push(task_type, value, 1)
 
     def plan(self, task_type: str, seconds: float, count: int = 1) -> None:
         """Add ``count`` planned items of ``seconds`` in total to the scheduled view, or remove them.
@@ -233,15 +305,16 @@ class ModeTracker:
             else:
                 self._planned[task_type] = self._planned.get(task_type, 0.0) + seconds
 
-    def clear_scheduled(self) -> None:
-        """Forget every scheduled task and planned item (the end of a computation); keep what was learned."""
+    def clear_scheduled(self, planned: bool = True) -> None:
+        """Forget every scheduled task and, unless ``planned=False``, every planned item; keep what was learned."""
         with self._lock:
             for group in self._groups.values():
                 group.count = 0
             self._scheduled.clear()
             self._counts.clear()
-            self._planned.clear()
-            self._planned_count = 0
+            if planned:
+                self._planned.clear()
+                self._planned_count = 0
             self._evict()
 
     # reading ----------------------------------------------------------------
@@ -260,6 +333,11 @@ class ModeTracker:
         """Measured seconds of work per type in the sliding window."""
         with self._lock:
             return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
+
+    def scheduled_tasks(self) -> int:
+        """Number of tasks currently counted as scheduled (all types)."""
+        with self._lock:
+            return sum(self._counts.values())
 
     def expected_duration(self, task_type: str, prefix: str) -> float:
         """The current expected duration of a task of this group."""
@@ -283,12 +361,18 @@ class ModeTracker:
         return len(self._groups)
 
     # internals (called with the lock held) -----------------------------------
-    def _group(self, task_type: str, prefix: str) -> _Group:
+    def _group(self, task_type: str, prefix: str) -> _Group | None:
         return self._group_at((task_type, prefix))
 
-    def _group_at(self, key: tuple[str, str]) -> _Group:
-        group = self._groups.get(key)
+    def _group_at(self, key: tuple[str, str]) -> _Group | None:
+        """The group of ``key``, created on first use; ``None`` for an invalid type."""
+        try:
+            group = self._groups.get(key)
+        except TypeError:  # an unhashable prefix or type
+            return None
         if group is None:
+            if not _is_type(key[0]):  # checked once per group, not per event
+                return None
             start = self._type_average.get(key[0], self.default_duration)
             group = self._groups[key] = _Group(key[0], start)
         else:
@@ -310,13 +394,56 @@ class ModeTracker:
         else:
             self._scheduled[task_type] -= n * group.expected
 
-    def _complete(self, group: _Group, n: int, seconds: float, scheduled: bool) -> None:
+    def _complete(self, group: _Group, n: int, seconds: float | None, scheduled: bool) -> None:
         # n tasks of the group finished after ``seconds`` of work in total
+        # (None: a rejected measurement; the tasks still finished)
         if scheduled and group.count:
             self._unschedule(group, min(n, group.count))
-        self._learn(group, seconds / n, n)
-        self._push(group.task_type, seconds, n)
+        if seconds is not None:
+            self._learn(group, seconds / n, n)
+            self._push(group.task_type, seconds, n)
         self.finished += n
+
+    def _clean_entry(self, entry: object) -> tuple | None:
+        """A batch entry that failed the fast check: its valid parts, or ``None``."""
+        try:
+            task_type, prefix, added, finished, seconds = entry  # type: ignore[misc]
+        except (TypeError, ValueError):
+            self._reject("ingest", "entry", entry, "a (type, prefix, added, finished, seconds) tuple",
+                         problem="is not a 5-tuple")
+            return None
+        if not _is_count(added):
+            self._reject("ingest", "added", added, _COUNT_RULE)
+            added = 0
+        if not _is_count(finished):
+            self._reject("ingest", "finished", finished, _COUNT_RULE)
+            finished = 0
+        added, finished = int(added), int(finished)
+        try:
+            value: float | None = float(seconds)
+        except (TypeError, ValueError, OverflowError):
+            value = math.nan
+        if finished and not 0.0 <= value <= MAX_SECONDS:  # NaN fails both
+            self._reject("ingest", "seconds", seconds, _SECONDS_RULE)
+            value = None  # the tasks finished; their time is not learned
+        return task_type, prefix, added, finished, value
+
+    def _reject(self, event: str, argument: str, value: object, allowed: str, problem: str | None = None) -> None:
+        """Count an ignored value; log the first of its kind (never raises)."""
+        kind = f"{event}: {argument} {problem or _problem(value)}"
+        with self._reject_lock:
+            seen = self.rejected.get(kind, 0)
+            self.rejected[kind] = seen + 1
+        if not seen:
+            try:
+                shown = repr(value)[:80]
+            except Exception:
+                shown = f"<{type(value).__name__}>"
+            logger.warning(
+                "asafe: the mode tracker ignored %s=%s in a %r event: %s must be %s. Further "
+                "events of this kind are ignored without a log and counted in ModeTracker.rejected[%r]",
+                argument, shown, event, argument, allowed, kind,
+            )
 
     def _learn(self, group: _Group, duration: float, n: int) -> None:
         # n measurements of ``duration``: n steps of new = (old + duration) / 2
@@ -364,6 +491,39 @@ class ModeTracker:
                 self._groups.move_to_end(key)
                 continue
             del self._groups[key]
+
+
+_SECONDS_RULE = f"a finite number of seconds in [0, {MAX_SECONDS:g}]"
+_COUNT_RULE = "an integer in [0, 2**53]"
+_TYPE_RULE = "a non-empty str such as 'compute' or 'communication'"
+
+
+def _is_type(name: object) -> bool:
+    return isinstance(name, str) and bool(name.strip())
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def _problem(value: object) -> str:
+    """The kind of a bad value, for :attr:`ModeTracker.rejected`'s keys."""
+    if isinstance(value, bool):
+        return "is a bool"
+    if isinstance(value, numbers.Integral):
+        return "is negative" if value < 0 else "is too large"
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isnan(number):
+            return "is nan"
+        if math.isinf(number):
+            return "is infinite"
+        if number < 0:
+            return "is negative"
+        return "is too large" if number > MAX_SECONDS else "is not an integer"
+    if isinstance(value, str):
+        return "is an empty str" if not value.strip() else "is a str"
+    return f"is a {type(value).__name__}"
 
 
 def _shares(work: dict[str, float]) -> dict[str, float]:

@@ -9,12 +9,41 @@ process boundary per call:
   thread sees either the old or the new snapshot.
 * Worker processes of Dask's ``processes`` scheduler are children of the
   controller's process. The controller also writes its states into a small
-  memory-mapped file named after its pid; a child maps its parent's file once and
-  on each read compares an 8-byte sequence number (a seqlock), decoding the
-  states only when they changed.
+  memory-mapped file; a child maps that file once and on each read compares an
+  8-byte sequence number (a seqlock), decoding the states only when they changed.
 
 Outside any adaptive run :func:`is_on` returns ``False`` for every name, so
 library code may call it unconditionally.
+
+The shared file is scoped to the run
+------------------------------------
+Only processes the controller hands the file's name to read it:
+
+* The name is unguessable: the file ``board.bin`` (mode 0600) lives in a private
+  directory made by :func:`tempfile.mkdtemp` (mode 0700, a random suffix), one
+  per run, created when the first states are shared.
+* The name is handed over in the environment variable :data:`ENV`
+  (``ASAFE_BOARD``), set in the controller's process while the board is active.
+  Dask's ``processes`` scheduler creates its pool inside each ``get`` and its
+  workers are spawned (``multiprocessing.context: spawn``) or forked from the
+  controller then, so they inherit the variable (Dask itself hands
+  ``PYTHONHASHSEED`` to its workers the same way). A process without the
+  variable -- a worker of an unrelated cluster, any process started before the
+  run or with a cleaned environment -- reads nothing: :func:`is_on` answers
+  ``False``. (Earlier versions fell back to ``/tmp/asafe-board-<parent pid>.bin``,
+  which any child of the controller, or any process whose parent's pid matched,
+  could read.) A caveat: the controller's other children started *during* a run
+  inherit the variable too; they belong to the same user and the same run.
+* Cleanup: the file and its directory are removed when the run ends (the
+  states are cleared first, so a child that still maps the unlinked file reads
+  nothing) and at interpreter exit. A file cannot be unlinked right after the
+  children map it, because Dask starts a fresh pool per ``compute`` inside a run
+  and its workers map the file lazily, on their first :func:`is_on`. So that a
+  controller killed by SIGKILL (no ``atexit``) leaves nothing behind for good,
+  the directory's name carries the controller's pid
+  (``asafe-board-<pid>-<random>``), and the first board a process creates sweeps
+  the directories of this user whose pid is no longer alive (one directory
+  listing per process).
 """
 from __future__ import annotations
 
@@ -24,14 +53,20 @@ import mmap
 import os
 import struct
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 
-__all__ = ["is_on", "publish", "snapshot", "restore", "clear"]
+__all__ = ["is_on", "publish", "snapshot", "restore", "clear", "ENV"]
+
+#: The environment variable that hands the shared board's path to child processes.
+ENV = "ASAFE_BOARD"
 
 _HEADER = struct.Struct("<QI")  # sequence number (odd while writing), payload length
 _CAPACITY = 1 << 16  # bytes of JSON payload: thousands of optimization names
-_RECHECK = 0.5  # seconds between looks for a parent's board file
+_RECHECK = 0.5  # seconds between looks for a board file that could not be opened
+_DIR_PREFIX = "asafe-board-"  # + "<pid>-" + mkdtemp's random suffix
+_FILE = "board.bin"
 
 _local: dict[str, bool] = {}
 
@@ -56,7 +91,7 @@ def is_on(name: str) -> bool:
     state = _local.get(name)
     if state is not None:
         return state
-    reader = _parent_board()
+    reader = _shared_board()
     if reader is None:
         return False
     return reader.read().get(name, False)
@@ -93,10 +128,6 @@ def clear() -> None:
     restore({})
 
 
-def _board_path(pid: int) -> str:
-    return os.path.join(tempfile.gettempdir(), f"asafe-board-{pid}.bin")
-
-
 class _SharedWriter:
     """The controller's side of the shared board: a seqlock over a mapped file."""
 
@@ -104,29 +135,52 @@ class _SharedWriter:
         self._map: mmap.mmap | None = None
         self._pid = -1
         self._sequence = 0
+        self._lock = threading.Lock()
+        self.path: str | None = None  # the board file while one is open
         self.active = False
 
     def write(self, states: Mapping[str, bool]) -> None:
         payload = json.dumps(states, separators=(",", ":")).encode()
         if len(payload) > _CAPACITY:
             raise ValueError(f"too many optimization names to share ({len(payload)} bytes > {_CAPACITY})")
-        board = self._open()
-        self.active = True
-        self._sequence += 1  # odd: readers retry
-        _HEADER.pack_into(board, 0, self._sequence, len(payload))
-        board[_HEADER.size : _HEADER.size + len(payload)] = payload
-        self._sequence += 1  # even: consistent
-        _HEADER.pack_into(board, 0, self._sequence, len(payload))
+        with self._lock:
+            board = self._open()
+            self.active = True
+            self._sequence += 1  # odd: readers retry
+            _HEADER.pack_into(board, 0, self._sequence, len(payload))
+            board[_HEADER.size : _HEADER.size + len(payload)] = payload
+            self._sequence += 1  # even: consistent
+            _HEADER.pack_into(board, 0, self._sequence, len(payload))
 
     def deactivate(self) -> None:
+        """The run ended: clear the states children read, then remove the file."""
         if self.active:
             self.write({})
             self.active = False
+        self.close()
+
+    def close(self) -> None:
+        """Remove the board file and its directory, and stop handing its name out."""
+        with self._lock:
+            if self._map is None or self._pid != os.getpid():  # a forked child owns nothing
+                self._map = None
+                return
+            path, self.path = self.path, None
+            self._map.close()
+            self._map = None
+            self.active = False
+            if path is not None:
+                if os.environ.get(ENV) == path:
+                    del os.environ[ENV]
+                _remove(path)
+                _remove_dir(os.path.dirname(path))
 
     def _open(self) -> mmap.mmap:
         if self._map is None or self._pid != os.getpid():  # a forked child writes its own
-            path = _board_path(os.getpid())
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            _sweep_once()
+            directory = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")  # mode 0700
+            path = os.path.join(directory, _FILE)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.ftruncate(fd, _HEADER.size + _CAPACITY)
                 self._map = mmap.mmap(fd, _HEADER.size + _CAPACITY)
@@ -134,7 +188,8 @@ class _SharedWriter:
                 os.close(fd)
             self._pid = os.getpid()
             self._sequence = 0
-            atexit.register(_remove, path)
+            self.path = path
+            os.environ[ENV] = path  # what the processes scheduler's workers inherit
         return self._map
 
 
@@ -162,22 +217,27 @@ class _SharedReader:
 
 
 _writer = _SharedWriter()
+atexit.register(_writer.close)
 _reader: _SharedReader | None = None
-_reader_pid = -1  # the parent pid the reader was opened for
+_reader_path: str | None = None  # the board file the reader was opened for
 _next_look = 0.0
+_swept = False
 
 
-def _parent_board() -> _SharedReader | None:
-    global _reader, _reader_pid, _next_look
-    parent = os.getppid()
-    if _reader is not None and _reader_pid == parent:
+def _shared_board() -> _SharedReader | None:
+    """The board this process was handed (:data:`ENV`), mapped once; else ``None``."""
+    global _reader, _reader_path, _next_look
+    path = os.environ.get(ENV)
+    if not path or (path == _writer.path and _writer._pid == os.getpid()):  # none, or this process's own
+        return None
+    if _reader is not None and _reader_path == path:
         return _reader
     now = time.monotonic()
     if now < _next_look:
         return None
     _next_look = now + _RECHECK
     try:
-        fd = os.open(_board_path(parent), os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
@@ -186,12 +246,58 @@ def _parent_board() -> _SharedReader | None:
         return None
     finally:
         os.close(fd)
-    _reader, _reader_pid = _SharedReader(board), parent
+    _reader, _reader_path = _SharedReader(board), path
     return _reader
+
+
+def _sweep_once() -> None:
+    """Remove board directories of this user left by dead controllers (a SIGKILL)."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for entry in entries:
+        if not entry.name.startswith(_DIR_PREFIX):
+            continue
+        pid_text = entry.name[len(_DIR_PREFIX):].partition("-")[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or (uid is not None and info.st_uid != uid):
+                continue
+        except OSError:
+            continue
+        _remove(os.path.join(entry.path, _FILE))
+        _remove_dir(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _remove(path: str) -> None:
     try:
         os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_dir(path: str) -> None:
+    try:
+        os.rmdir(path)  # only if empty: nothing but the board is ever removed
     except OSError:
         pass

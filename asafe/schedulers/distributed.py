@@ -136,7 +136,7 @@ class RuntimeHandle:
     # raw access ---------------------------------------------------------------------
     def info(self, *what: str) -> dict[str, Any]:
         """Plain data from the scheduler: ``states``, ``mode``, ``history``, ``timeline``,
-        ``errors``, ``tracker``, ``plugin`` (any of them)."""
+        ``errors``, ``tracker``, ``plugin``, ``fallbacks`` (any of them)."""
         reply = self.client.sync(
             self.client.scheduler.asafe_info, what=list(what or ("states", "mode")),
             callback_timeout=_timeout(None),
@@ -192,6 +192,30 @@ class RuntimeHandle:
         from .plugins import PluginError
 
         return [PluginError(*e) for e in self.info("plugin")["plugin"]["errors"]]
+
+    @property
+    def fallbacks(self) -> dict[str, int]:
+        """Where the plugins took a less exact path because a distributed internal was missing.
+
+        ``{internal: count}``, summed over the scheduler plugin and every worker
+        plugin (a worker that does not answer is left out); each was also logged
+        once as a warning. Empty on a tested version of distributed.
+        """
+        counts = dict(self.info("fallbacks")["fallbacks"])
+        try:
+            per_worker = self.client.run(_worker_fallbacks, on_error="return", callback_timeout=_timeout(None))
+        except Exception:  # workers unreachable: the scheduler's counts alone
+            per_worker = {}
+        for found in per_worker.values():
+            if isinstance(found, dict):
+                for name, count in found.items():
+                    counts[name] = counts.get(name, 0) + count
+        return counts
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        """Events the scheduler's mode tracker ignored for a bad value (see :class:`asafe.ModeTracker`)."""
+        return dict(self.info("tracker")["tracker"]["rejected"])
 
     @property
     def finished(self) -> int:
@@ -256,6 +280,12 @@ class RuntimeHandle:
 def _mode(data: list) -> ModeVector:
     shares, signals = data
     return ModeVector(shares, **signals)
+
+
+def _worker_fallbacks(dask_worker: Any = None) -> dict[str, int]:
+    """The fallback counts of the asafe worker plugin on this worker (run there)."""
+    plugin = dask_worker.plugins.get(NAME)
+    return dict(getattr(plugin, "fallbacks", None) or {})
 
 
 def _installed_token(dask_scheduler: Any = None) -> str | None:

@@ -114,6 +114,10 @@ no-op instead of being removed. Versions order the RPC reply and the stream (a
 push that overtakes the hello reply wins); the ``token`` names one installation,
 so a push of a replaced installation is ignored. :func:`asafe.is_on` on the
 worker reads the local copy (:func:`asafe.schedulers.board.publish`): no round trip per call.
+A push carries every state, so any later push repairs a lost one; and every
+``AdaptiveWorkerPlugin.resync_interval`` seconds (2 s) each worker repeats its
+hello, so that a lost *last* push is repaired within that bound
+(``AdaptiveWorkerPlugin.repaired`` counts the repairs).
 
 Failures
 --------
@@ -340,6 +344,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # what crossed the network, as measured (wire) and as uncompressed (logical)
         self.transfer_stats = {"count": 0, "seconds": 0.0, "corrected_seconds": 0.0,
                                "wire_bytes": 0, "logical_bytes": 0, "unannotated": 0}
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
+        self.repairs = 0  # times the tracker was set right after a hook failed (see _settle)
 
     # pickling: the plugin travels to the scheduler as its settings and runtime
     def __getstate__(self) -> dict[str, Any]:
@@ -463,6 +469,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     self._finish(key, entry, True, kwargs)
                 else:  # released, erred, forgotten: it left without a measurement
                     self._discard(key, entry)
+                if not self._scheduled:
+                    self._settle()
             elif start == "processing" and finish == "memory":
                 self._finish(key, None, False, kwargs)  # running before asafe was installed
             elif start == "memory":
@@ -472,6 +480,18 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self.runtime.maybe_evaluate()
         except Exception:
             self._hook_failed("transition")
+            if not self._scheduled:
+                self._settle()
+
+    def _settle(self) -> None:
+        # Nothing is scheduled any more: neither may the tracker count anything.
+        # It can only disagree after a hook raised between the two (the entry
+        # gone, its tracker event not made); set it right once per phase end.
+        # Planned transfers are the forecast's and stay: outputs in memory may
+        # still wait for consumers that are not submitted yet.
+        if self.tracker.scheduled_tasks():
+            self.tracker.clear_scheduled(planned=False)
+            self.repairs += 1
 
     def _type_of(self, ts: Any) -> list:
         annotations = ts.annotations
@@ -547,6 +567,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             seconds = max(startstop["stop"] - startstop["start"], 0.0)
             wire = startstop.get(STARTSTOP_BYTES)
             if wire is None:  # no worker plugin saw this transfer: attribute by dependencies
+                _fallback(self, "unannotated-transfer", "a transfer arrived without the worker plugin's "
+                          "byte annotation; it is charged by its dependencies' sizes")
                 wire, extra = self._dependency_bytes(ts, startstop.get("source"))
                 stats["unannotated"] += 1
             else:
@@ -594,7 +616,12 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # (``distributed.scheduler.bandwidth``, updated from worker heartbeats)
         if self.bandwidth:
             return self.bandwidth
-        return float(getattr(self.scheduler, "bandwidth", 0) or 0)
+        bandwidth = getattr(self.scheduler, "bandwidth", None)
+        if bandwidth is None:
+            _fallback(self, "scheduler.bandwidth", "the scheduler has no bandwidth estimate; transfers "
+                      "are not corrected until one is measured")
+            return 0.0
+        return float(bandwidth or 0)
 
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         """A worker left: stop pushing to it; drop entries of tasks no longer scheduled.
@@ -681,7 +708,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "scheduled": tracker.scheduled_work(),
                 "measured": tracker.measured_work(),
                 "tasks": len(self._scheduled),
+                "rejected": dict(tracker.rejected),
             }
+        if "fallbacks" in what:
+            out["fallbacks"] = dict(self.fallbacks)
         if "plugin" in what:
             out["plugin"] = {
                 "workers": sorted(self._ready),
@@ -694,6 +724,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                              "output_bytes": dict(self.forecast.output_bytes),
                              "shipped": dict(self.forecast.shipped)},
                 "errors": [list(e) for e in self.plugin_errors],
+                "fallbacks": dict(self.fallbacks),
+                "repairs": self.repairs,
             }
         return out
 
@@ -745,6 +777,10 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
 
     name = NAME
     idempotent = False
+    #: Seconds between two resyncs: the worker asks the scheduler for the current
+    #: states (the hello RPC, a few hundred bytes), so that a lost push is repaired
+    #: within this bound (pushes carry every state, so any later push repairs too).
+    resync_interval = 2.0
 
     def __init__(self, token: str | None = None, record_sizes: bool | None = None) -> None:
         self.token = token
@@ -756,9 +792,13 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self.version = -1
         self.receipts: deque[tuple[int, float, float]] = deque(maxlen=100_000)
         self._hello_task: asyncio.Future | None = None
+        self._resync_task: asyncio.Future | None = None
+        self.repaired = 0  # resyncs that found this worker behind (a push was lost)
+        self._orphaned = False  # the scheduler has no asafe plugin
         self._failed_hooks: set[str] = set()
         self._published = False
         self._batch: tuple[dict, dict | None] | None = None  # the last received batch and its startstop
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
 
     def __getstate__(self) -> dict[str, Any]:
         return {"token": self.token, "record_sizes": self.record_sizes}
@@ -777,11 +817,13 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             await self._hello()  # install() returns with the states in place
         else:  # a --preload runs before the worker has registered with its scheduler
             self._hello_task = asyncio.ensure_future(self._hello_when_registered())
+        self._resync_task = asyncio.ensure_future(self._resync())
 
     def teardown(self, worker: Any) -> None:
         """Stop listening (a no-op handler stays: a late push must not close the stream)."""
-        if self._hello_task is not None:
-            self._hello_task.cancel()
+        for task in (self._hello_task, self._resync_task):
+            if task is not None:
+                task.cancel()
         if worker.stream_handlers.get(STATES_OP) == self.receive:
             worker.stream_handlers[STATES_OP] = _ignore
         if self._published:
@@ -799,20 +841,40 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             await asyncio.sleep(0.05)
         await self._hello()
 
-    async def _hello(self) -> None:
+    async def _resync(self) -> None:
+        from distributed.core import Status
+        from distributed.worker import WORKER_ANY_RUNNING
+
+        while True:
+            await asyncio.sleep(self.resync_interval)
+            status = self.worker.status
+            if status in (Status.closing, Status.closed, Status.failed) or self._orphaned:
+                return
+            if status in WORKER_ANY_RUNNING and self.version >= 0:
+                if await self._hello(quiet=True):  # the reply was newer than what this worker had
+                    self.repaired += 1
+                    logger.info("asafe: worker %s was behind (a state push was lost); resynced to version %d",
+                                self.worker.address, self.version)
+
+    async def _hello(self, quiet: bool = False) -> bool:
+        """Ask the scheduler for the current states; whether they were newer than this worker's."""
         try:
             reply = await self.worker.scheduler.asafe_hello(worker=self.worker.address, token=self.token)
         except Exception as exc:
-            logger.warning("asafe: worker %s could not reach the asafe scheduler plugin: %s", self.worker.address, exc)
-            return
+            if not quiet:
+                logger.warning("asafe: worker %s could not reach the asafe scheduler plugin: %s",
+                               self.worker.address, exc)
+            return False
         if not reply:  # the scheduler has no asafe plugin (it logged "No handler asafe_hello")
-            logger.warning(
-                "asafe: the scheduler of worker %s has no asafe plugin; asafe.is_on() answers False "
-                "(start the scheduler with --preload asafe.preload or call asafe.install)",
-                self.worker.address,
-            )
-            return
-        self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
+            self._orphaned = True  # the resync stops: no hello every few seconds to log "No handler"
+            if not quiet:
+                logger.warning(
+                    "asafe: the scheduler of worker %s has no asafe plugin; asafe.is_on() answers False "
+                    "(start the scheduler with --preload asafe.preload or call asafe.install)",
+                    self.worker.address,
+                )
+            return False
+        return self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
 
     def receive(self, token: str | None = None, version: int = 0, states: dict | None = None,
                 time: float | None = None, **kwargs: Any) -> None:
@@ -822,17 +884,18 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         except Exception:
             self._hook_failed("receive")
 
-    def _apply(self, token: str | None, version: int, states: dict, sent: float | None) -> None:
+    def _apply(self, token: str | None, version: int, states: dict, sent: float | None) -> bool:
         if self.token is None:
             self.token = token
         elif token != self.token:
-            return  # a push of a replaced installation
+            return False  # a push of a replaced installation
         if version <= self.version:
-            return  # older than what this worker has (a hello reply overtaken by a push)
+            return False  # older than what this worker has (a hello reply overtaken by a push)
         self.version = version
         board.publish(states)
         self._published = True
         self.receipts.append((version, sent or 0.0, _now()))
+        return True
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         """Record output sizes (``executing -> memory``) and received bytes (``flight -> memory``)."""
@@ -863,7 +926,16 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         # batch's bytes and with the bytes compression saved, so that the
         # scheduler charges exactly the transfer that moved them.
         record = None
-        for candidate in _last(self.worker.transfer_incoming_log, 8):
+        log = getattr(self.worker, "transfer_incoming_log", None)
+        if log is None:
+            _fallback(self, "worker.transfer_incoming_log", "the worker keeps no transfer log; transfers "
+                      "reach the scheduler unannotated")
+            return
+        for candidate in _last(log, 8):
+            if not isinstance(candidate, Mapping) or not {"keys", "total", "start", "who"} <= candidate.keys():
+                _fallback(self, "worker.transfer_incoming_log-format", "the worker's transfer log entries "
+                          "lack keys/total/start/who; transfers reach the scheduler unannotated")
+                return
             if key in candidate["keys"]:
                 record = candidate
                 break
@@ -915,6 +987,22 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveWorkerPlugin token={str(self.token)[:8]} version={self.version}>"
+
+
+def _fallback(plugin: Any, name: str, what: str) -> None:
+    """A distributed internal the plugin reads is missing: count it, warn once per name.
+
+    The plugins read private parts of distributed (the tested range is pinned in
+    setup.py); where one is gone they take a less exact path instead of failing,
+    and this makes that visible (``handle.fallbacks``, ``handle.info("fallbacks")``).
+    """
+    seen = plugin.fallbacks.get(name, 0)
+    plugin.fallbacks[name] = seen + 1
+    if not seen:
+        import distributed
+
+        logger.warning("asafe: %s (distributed %s; %s). Counted in the %s's fallbacks[%r].",
+                       what, distributed.__version__, name, type(plugin).__name__, name)
 
 
 def _last(items: Any, n: int) -> list:
