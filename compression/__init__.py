@@ -16,7 +16,10 @@ Modules, by theme:
   in, and the kernels that build and read them;
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
-  dense/sparse test matrices.
+  dense/sparse test matrices;
+* :mod:`asafe.compression.array` -- dask.array integration: dask arrays whose
+  chunks are tiled blocks (:func:`from_scipy`, :func:`from_array`,
+  :func:`from_graph500`), registered with Dask as a chunk type.
 
 Examples
 --------
@@ -27,6 +30,7 @@ Examples
 array([0., 1., 2., 3.])
 """
 from . import graph500
+from .array import TiledArray, TiledBlock, TransposedTiledBlock, from_array, from_graph500, from_scipy
 from .engine import CostModel, choose_kind, decompress, inspection_count, maybe_compress, produce, tile_threshold
 from .matrix import TiledMatrix, TransposedTiledMatrix
 from .tiles import DenseTile, EmptyTile, SparseTile, Tile
@@ -46,5 +50,11 @@ __all__ = [
     "decompress",
     "inspection_count",
     "graph500",
+    "TiledArray",
+    "TiledBlock",
+    "TransposedTiledBlock",
+    "from_scipy",
+    "from_array",
+    "from_graph500",
 ]
 
