@@ -455,10 +455,13 @@ class TiledArray(da.Array):
     Everything of :class:`dask.array.Array` works unchanged; ``A @ x``,
     ``x @ A``, ``A.dot(x)`` and ``A.T`` check the vector first and say what
     they expect: ``x`` a numpy or dask array, 1-D or 2-D (a small block of
-    vectors), of real dtype, whose length matches the matrix and, for a dask
-    ``x``, whose chunks match the matrix's (dask would otherwise rechunk the
-    *matrix* to ``x``'s chunks, splitting its tiles, at every product).
-    ``persist()``, ``T`` and slices keep the type.
+    vectors), of real dtype, whose length matches the matrix. A dask ``x``
+    chunked otherwise than the matrix is rechunked to the matrix's chunks
+    (dask's own ``matmul`` would rechunk the *matrix* to a common refinement,
+    cutting its tiles, at every product), so ``y = A @ x; A @ y`` works for a
+    square matrix of row panels. Each product is one task per chunk running
+    the numba kernels, plus one sum per row of chunks when the columns are
+    chunked. ``persist()``, ``T`` and slices keep the type.
 
     Examples
     --------
@@ -487,10 +490,9 @@ class TiledArray(da.Array):
                 f"needs {length}"
             )
         if isinstance(x, da.Array) and x.chunks[ax] != chunks:
-            raise ValueError(
-                f"{what}: x is chunked {x.chunks[ax]} along axis {ax}, but the matrix's chunks there are "
-                f"{chunks}; rechunk x once, x.rechunk({{{ax}: {chunks}}}), and keep it so"
-            )
+            # the vector follows the matrix (dask would rechunk both to a common
+            # refinement, cutting the matrix's tiles at every product)
+            x = x.rechunk({ax: chunks})
         return x
 
     def __matmul__(self, other):

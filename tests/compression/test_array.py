@@ -191,15 +191,15 @@ def test_bad_vectors(S, bad, error, match):
         A @ bad
 
 
-def test_bad_vector_chunks_and_lengths(S):
+def test_vector_chunks_follow_the_matrix(S, x):
     A = from_scipy(S, tile=TILE, chunks=(128, 256))
-    with pytest.raises(ValueError, match=r"x is chunked \(100, 100, 100, 100, 100, 12\) along axis 0, but the "
-                                         r"matrix's chunks there are \(256, 256\); rechunk x"):
-        A @ da.ones(512, chunks=100)
+    y = A @ da.from_array(x, chunks=100)  # x is rechunked, the matrix's tiles are not cut
+    assert y.chunks == (A.chunks[0],)
+    close(y.compute(scheduler="sync"), S @ x)
+    close((A @ (A @ x)).compute(scheduler="sync"), S @ (S @ x))  # y's row chunks feed the next product
+    close((da.from_array(x, chunks=64) @ A).compute(scheduler="sync"), x @ S)
     with pytest.raises(ValueError, match=r"x @ A: x has length 100 along axis 0"):
         A.__rmatmul__(np.ones(100))
-    with pytest.raises(ValueError, match=r"x @ A: x is chunked"):
-        da.ones(512, chunks=64) @ A
 
 
 def test_bad_inputs_to_builders(S):
