@@ -771,7 +771,7 @@ def _block_from_graph500(key, r0, r1, c0, c1, tile, threshold, compress) -> Tile
 
 
 def from_graph500(scale: int, tile: int = 256, dense_fraction: float = 0.0, edgefactor: int = 16, seed: int = 0,
-                  chunks=None, *, threshold=None, reuse=None, compress=None) -> TiledArray:
+                  chunks=None, *, threshold=None, reuse=None, compress=None, name: str | None = None) -> TiledArray:
     """A dask array of :func:`graph500.mixed_matrix` generated on the workers.
 
     Only the parameters are in the graph; each worker process generates the
@@ -794,7 +794,7 @@ def from_graph500(scale: int, tile: int = 256, dense_fraction: float = 0.0, edge
     n = 1 << scale
     chunks = _chunks(chunks, (n, n), tile)
     key = (scale, tile, fraction, edgefactor, seed)
-    name = "tiled-graph500-" + tokenize(key, chunks, threshold, compress)
+    name = name or "tiled-graph500-" + tokenize(key, chunks, threshold, compress)
     dsk = {}
     for i, (r0, r1) in enumerate(_bounds(chunks[0])):
         for j, (c0, c1) in enumerate(_bounds(chunks[1])):
