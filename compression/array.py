@@ -751,33 +751,74 @@ _GRAPHS: dict[tuple, Any] = {}
 _GRAPHS_LOCK = threading.Lock()
 
 
-def _graph500_csr(key):
-    """The mixed matrix of ``key``, generated once per process (the last one is kept)."""
-    with _GRAPHS_LOCK:
-        S = _GRAPHS.get(key)
-        if S is None:
-            from . import graph500
+def _graph500_parts(key):
+    """The Kronecker graph and the dense tiles of ``key``, made once per process (the last kept).
 
+    Only the sparse graph (``edgefactor`` non-zeros per row on average) is
+    generated whole in each worker process; the dense tiles, most of the
+    matrix's values, are made by the chunks that hold them.
+    """
+    from . import graph500
+
+    scale, tile, fraction, edgefactor, seed = key
+    with _GRAPHS_LOCK:
+        parts = _GRAPHS.get(key)
+        if parts is None:
             _GRAPHS.clear()
-            S = _GRAPHS[key] = graph500.mixed_matrix(*key)
-    return S
+            graph = graph500._kronecker(scale, edgefactor, seed)
+            blocks = graph500._dense_tiles(scale, tile, fraction, seed)
+            parts = _GRAPHS[key] = (graph, blocks)
+    return parts
+
+
+def _graph500_rows(key, r0, r1):
+    """Rows ``r0:r1`` (tile-aligned) of ``graph500.mixed_matrix(*key)`` as CSR, without making the rest."""
+    from . import graph500
+
+    scale, tile, fraction, edgefactor, seed = key
+    graph, blocks = _graph500_parts(key)
+    n = 1 << scale
+    lo, hi = int(graph.indptr[r0]), int(graph.indptr[r1])
+    panel = sp.csr_matrix((graph.data[lo:hi], graph.indices[lo:hi], graph.indptr[r0:r1 + 1] - lo),
+                          shape=(r1 - r0, n))
+    mine = blocks[(blocks[:, 0] >= r0 // tile) & (blocks[:, 0] < -(-r1 // tile))]
+    if len(mine) == 0:
+        return panel
+    local = mine - np.array([r0 // tile, 0])
+    # the same steps as mixed_matrix, on this band of tile rows only
+    sparse_part = graph500._without_tiles(_square(panel, n), n, tile, local)[:r1 - r0]
+    # the dense values depend on their global positions: made at rows r0:r1 of an n x n CSR
+    dense_part = graph500._dense_csr(graph500._value_key(seed), n, tile, mine)[r0:r1]
+    out = (sparse_part + dense_part).tocsr()
+    out.sort_indices()
+    return out
+
+
+def _square(panel, n):
+    """``panel`` (``h x n``) padded with empty rows to ``n x n`` (shares its arrays)."""
+    h = panel.shape[0]
+    indptr = np.concatenate([panel.indptr, np.full(n - h, panel.indptr[-1], panel.indptr.dtype)])
+    return sp.csr_matrix((panel.data, panel.indices, indptr), shape=(n, n))
 
 
 @asafe.typed(asafe.COMPUTE)
 def _block_from_graph500(key, r0, r1, c0, c1, tile, threshold, compress) -> TiledBlock:
-    S = _graph500_csr(key)
-    return _block_from_csr(_csr_block(S, r0, r1, c0, c1, (c0, c1) == (0, S.shape[1])), tile, threshold,
-                           compress)
+    S = _graph500_rows(key, r0, r1)
+    if (c0, c1) != (0, S.shape[1]):
+        S = S[:, c0:c1]
+    return _block_from_csr(S, tile, threshold, compress)
 
 
 def from_graph500(scale: int, tile: int = 256, dense_fraction: float = 0.0, edgefactor: int = 16, seed: int = 0,
                   chunks=None, *, threshold=None, reuse=None, compress=None, name: str | None = None) -> TiledArray:
     """A dask array of :func:`graph500.mixed_matrix` generated on the workers.
 
-    Only the parameters are in the graph; each worker process generates the
-    matrix once (it keeps the last one) and cuts its chunks from it. ``tile``
-    is both the tile of the chunks and the dense tiles' size. Other parameters
-    as for :func:`from_scipy`.
+    Only the parameters are in the graph. Each worker process generates the
+    sparse Kronecker graph once (it keeps the last one, a few bytes per edge);
+    each chunk makes its own dense tiles and its band of the graph, so the
+    dense values, most of the matrix, are made once, where they are stored.
+    ``tile`` is both the tile of the chunks and the dense tiles' size. Other
+    parameters as for :func:`from_scipy`.
 
     Examples
     --------

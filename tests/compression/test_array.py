@@ -278,3 +278,15 @@ def test_pickle_and_distributed_serialization(S):
     assert sum(memoryview(f).nbytes for f in frames) <= B.nbytes + 1024  # compact tiles, no densifying
     T = pickle.loads(pickle.dumps(B.T))
     assert isinstance(T, TransposedTiledBlock) and T.shape == (S.shape[1], 128)
+
+
+@pytest.mark.parametrize("scale, tile, fraction, seed, chunks", [
+    (9, 50, 0.3, 0, (100, 250)),   # tile does not divide n; 2-D chunks
+    (8, 16, 0.0, 2, (48, -1)),     # no dense tile
+    (10, 64, 0.25, 1, (64, -1)),   # one tile row per chunk
+])
+def test_graph500_chunks_equal_mixed_matrix(scale, tile, fraction, seed, chunks):
+    """Each chunk makes only its band: the whole equals graph500.mixed_matrix exactly."""
+    S = graph500.mixed_matrix(scale, tile, fraction, seed=seed)
+    A = from_graph500(scale, tile, fraction, seed=seed, chunks=chunks)
+    assert (A.compute(scheduler="threads") != S).nnz == 0
