@@ -41,7 +41,7 @@ install_requires = [
 extras_require = {
     "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
-    "bench": ["matplotlib>=3.7"],
+    "bench": ["matplotlib>=3.7", "sparse>=0.15"],
 }
 
 setup(

@@ -16,7 +16,10 @@ Modules, by theme:
   in, and the kernels that build and read them;
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
-  dense/sparse test matrices.
+  dense/sparse test matrices;
+* :mod:`asafe.compression.array` -- dask.array integration: dask arrays whose
+  chunks are tiled blocks (:func:`from_scipy`, :func:`from_array`,
+  :func:`from_graph500`), registered with Dask as a chunk type.
 
 Examples
 --------
@@ -43,6 +46,12 @@ __all__ = [
     "decompress",
     "inspection_count",
     "graph500",
+    "TiledArray",
+    "TiledBlock",
+    "TransposedTiledBlock",
+    "from_scipy",
+    "from_array",
+    "from_graph500",
 ]
 
 # Where each public name lives. The package imports a module when one of its
@@ -69,6 +78,12 @@ _HOME = {
     "decompress": "engine",
     "inspection_count": "engine",
     "graph500": "graph500",
+    "TiledArray": "array",
+    "TiledBlock": "array",
+    "TransposedTiledBlock": "array",
+    "from_scipy": "array",
+    "from_array": "array",
+    "from_graph500": "array",
 }
 
 
