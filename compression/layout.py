@@ -642,10 +642,10 @@ def extract_sparse_tile(layout: Layout, row_block: int, col_block: int):
     """The in-tile CSR ``(shape, indptr, indices, data)`` of a sparse tile (a copy).
 
     Arrays sized by the tile's own shape ``h x w`` (smaller than ``tile`` at the
-edge, or when the tile is larger than the matrix), as :func:`engine.produce
-<asafe.compression.engine.produce>` makes them: compact indices for ``w``
-(:func:`~asafe.compression.kernels.index_dtype`), ``int32`` pointers below
-2**31 elements.
+    edge, or when the tile is larger than the matrix), as :func:`engine.produce
+    <asafe.compression.engine.produce>` makes them: compact indices for ``w``
+    (:func:`~asafe.compression.kernels.index_dtype`), ``int32`` pointers below
+    2**31 elements.
 
     Examples
     --------
