@@ -33,7 +33,9 @@ install_requires = [
 extras_require = {
     "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
-    "bench": ["matplotlib>=3.7"],
+    # the kernels suite's strong sparse baselines (each is skipped, with the reason printed,
+    # where it cannot be installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse
+    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0"],
 }
 
 setup(
