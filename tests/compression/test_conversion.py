@@ -168,3 +168,21 @@ def test_explicit_zeros_are_dropped_and_counted():
     tr_ptr, t_col, _ = layout_mod.csr_tile_counts(S.indptr, S.indices, S.shape, 2)
     assert tr_ptr.tolist() == [0, 2] and t_col.tolist() == [0, 1]
     assert lay.n_dense + lay.n_sparse == 1
+
+
+@pytest.mark.parametrize("scale,tile,fraction", [(6, 16, 0.25), (8, 32, 0.1), (9, 100, 0.3), (7, 256, 1.0),
+                                                  (7, 16, 0.0), (8, 5, 0.05)])
+@pytest.mark.parametrize("threshold", [None, 0, 7, 1 << 30])
+def test_mixed_tiled_equals_from_scipy_of_mixed_matrix(scale, tile, fraction, threshold):
+    A = graph500.mixed_tiled(scale, tile, fraction, seed=3, threshold=threshold)
+    B = TiledMatrix.from_scipy(graph500.mixed_matrix(scale, tile, fraction, seed=3), tile, threshold)
+    assert_same_layout(A, B)
+
+
+def test_mixed_tiled_validates_like_mixed_matrix():
+    with pytest.raises(ValueError):
+        graph500.mixed_tiled(5, 0, 0.1)
+    with pytest.raises(ValueError):
+        graph500.mixed_tiled(5, 4, 1.5)
+    with pytest.raises(TypeError):
+        graph500.mixed_tiled(5, 4, 0.1, seed=None)
