@@ -799,6 +799,75 @@ def baselines(ctx: Context) -> None:
     ctx.results.add("baselines", record)
 
 
+# --------------------------------------------------------------------------- conversion
+TARGET_CONVERSION_PRODUCTS = 10.0
+
+
+@section("conversion", "cost of building the tiled matrix (from scipy, from the generator) in products, before and now")
+def conversion(ctx: Context) -> None:
+    """Build times against one product's time, interleaved in one measure() per scale.
+
+    ``from scipy (before)`` is the conversion of 4757a96 (``benchmarks/_conversion_v0``);
+    ``generator -> tiled (before)`` is ``from_scipy(mixed_matrix(...))`` with it, ``(now)``
+    is :func:`asafe.compression.graph500.mixed_tiled`; ``generator alone`` is the
+    Kronecker graph (no overlay, no tiles), the floor of any generator path. The
+    product is asafe's at the default settings (2 threads, measured path choice).
+    """
+    from asafe.compression import TiledMatrix, graph500
+
+    from ._conversion_v0 import old_from_scipy
+
+    args = ctx.args
+    scales = args.scales or ((8, 9) if ctx.quick else (11, 12, 13, 14, 15, 16))
+    df = (args.fractions or [0.1])[0]
+    record: dict[str, Any] = {"dense_fraction": df, "points": [], "target_products": TARGET_CONVERSION_PRODUCTS,
+                              "before": "4757a96 (benchmarks/_conversion_v0.py)"}
+    rows = []
+    for scale in scales:
+        tile = args.tile or (128 if scale <= 11 else 256)
+        problem = make_problem(scale, tile, df, dense=False)
+        S, x = problem.S, problem.x
+        reference, bound = baseline_reference(S, x)
+        A = TiledMatrix.from_scipy(S, tile)
+        product = lambda: A @ x  # noqa: E731
+        variants = {"product (asafe)": product,
+                    "from scipy (before)": lambda: old_from_scipy(S, tile),
+                    "from scipy (now)": lambda: TiledMatrix.from_scipy(S, tile)}
+        gen = scale <= args.generator_max_scale
+        if gen:
+            variants["generator -> tiled (before)"] = lambda: old_from_scipy(graph500.mixed_matrix(scale, tile, df), tile)
+            variants["generator -> tiled (now)"] = lambda: graph500.mixed_tiled(scale, tile, df)
+            variants["generator alone (graph)"] = lambda: graph500.kronecker(scale)
+        converters = {name: (lambda B: B @ x) for name in variants if name.startswith(("from", "generator ->"))}
+        check = baseline_checker(reference, bound, converters)
+
+        def checked(name, y, check=check):
+            if name != "generator alone (graph)":
+                check(name, y)
+
+        print(f"\n== conversion: scale {scale} (n={problem.n}, nnz={S.nnz:,}), tile {tile}, dense fraction {df} ==")
+        m = measure(variants, check=checked, rel_ci=ctx.rel_ci, max_seconds=ctx.max_seconds,
+                    min_samples=3 if gen else 5)
+        print(summary_table(m))
+        point: dict[str, Any] = {"scale": scale, "tile": tile, "n": problem.n, "nnz": int(S.nnz), "measurements": m,
+                                 "products": {}}
+        row = {"scale": scale, "tile": tile, "product": format_seconds(m["product (asafe)"].median)}
+        for name, mm in m.items():
+            if name == "product (asafe)" or not (mm.ok and m["product (asafe)"].ok):
+                continue
+            sp_ = speedup(mm, m["product (asafe)"])  # build time / product time, with its interval
+            point["products"][name] = {"ratio": sp_.ratio, "ci95": sp_.ci95}
+            row[name] = f"{sp_.ratio:.1f} [{sp_.ci95[0]:.1f}, {sp_.ci95[1]:.1f}]"
+        record["points"].append(point)
+        rows.append(row)
+        del problem, S, A, variants
+    cols = ["scale", "tile", "product", "from scipy (before)", "from scipy (now)", "generator -> tiled (before)",
+            "generator -> tiled (now)", "generator alone (graph)"]
+    print("\n== conversion cost in products (build median / product median [95% CI]) ==")
+    print(format_table(rows, cols))
+    ctx.results.add("conversion", record)
+
+
 # --------------------------------------------------------------------------- hazard
 HAZARD_POLICIES = {"PASSIVE (kernels' default)": "PASSIVE", "unset (GNU default)": None, "ACTIVE": "ACTIVE"}
 HAZARD_SCENARIOS = (
@@ -1062,6 +1131,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="baselines: numpy dense only up to this scale (default %(default)s)")
     parser.add_argument("--max-dense-entries", type=float, default=float(1 << 27), metavar="N",
                         help="baselines: skip points with more dense-tile entries (default 2**27)")
+    parser.add_argument("--generator-max-scale", type=int, default=14, metavar="S",
+                        help="conversion: time the generator paths up to this scale (default %(default)s)")
     parser.add_argument("--hazard-child", nargs=3, type=int, metavar=("SCALE", "TILE", "ROUNDS"),
                         help=argparse.SUPPRESS)
     return parser

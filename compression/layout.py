@@ -427,6 +427,12 @@ def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr):
     return tr_ptr, out_col, out_cnt
 
 
+# Below this many non-zeros the builders run serial copies of the kernels (prange as
+# range): a parallel region costs more than the whole pass on small matrices.
+PARALLEL_BUILD_NNZ = 1 << 18
+_csr_tile_counts_serial = njit(**_JIT)(_csr_tile_counts.py_func)
+
+
 def csr_tile_counts(indptr, indices, shape, tile):
     """Non-empty tiles of a canonical CSR matrix and their non-zero counts.
 
@@ -449,7 +455,8 @@ def csr_tile_counts(indptr, indices, shape, tile):
     row_nnz = np.diff(np.asarray(indptr)[np.minimum(np.arange(nbr + 1) * tile, m)])
     cap_ptr = np.zeros(nbr + 1, np.int64)
     np.cumsum(np.minimum(row_nnz, nbc), out=cap_ptr[1:])
-    return _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr)
+    kernel = _csr_tile_counts if indices.size >= PARALLEL_BUILD_NNZ else _csr_tile_counts_serial
+    return kernel(indptr, indices, m, n, tile, nbc, cap_ptr)
 
 
 @njit(**_JIT)
@@ -514,6 +521,9 @@ def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, s
     return zeros.sum()
 
 
+_fill_from_csr_serial = njit(**_JIT)(_fill_from_csr.py_func)
+
+
 def from_csr_plan(S, layout: Layout, tile_row_ptr, t_col, t_slot) -> int:
     """Scatter a CSR matrix ``S`` with sorted, unique indices into an allocated layout.
 
@@ -530,7 +540,8 @@ def from_csr_plan(S, layout: Layout, tile_row_ptr, t_col, t_slot) -> int:
     sparse_start = np.zeros(nbr + 1, np.int64)
     np.cumsum(layout.sparse_nnz, out=(tmp := np.zeros(layout.sparse_nnz.size + 1, np.int64))[1:])
     sparse_start[:] = tmp[layout.sparse_ptr]
-    return int(_fill_from_csr(S.indptr, S.indices, S.data, m, n, layout.tile,
+    kernel = _fill_from_csr if S.indices.size >= PARALLEL_BUILD_NNZ else _fill_from_csr_serial
+    return int(kernel(S.indptr, S.indices, S.data, m, n, layout.tile,
                               np.ascontiguousarray(tile_row_ptr, np.int64), np.ascontiguousarray(t_col, np.int64),
                               np.ascontiguousarray(t_slot, np.int64), sparse_start,
                               layout.dense_off, layout.dense_values, layout.row_ptr, layout.col, layout.data))
