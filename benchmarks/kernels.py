@@ -819,12 +819,18 @@ def conversion(ctx: Context) -> None:
 
     args = ctx.args
     scales = args.scales or ((8, 9) if ctx.quick else (11, 12, 13, 14, 15, 16))
-    df = (args.fractions or [0.1])[0]
+    df = args.conversion_fraction
     record: dict[str, Any] = {"dense_fraction": df, "points": [], "target_products": TARGET_CONVERSION_PRODUCTS,
                               "before": "4757a96 (benchmarks/_conversion_v0.py)"}
     rows = []
     for scale in scales:
         tile = args.tile or (128 if scale <= 11 else 256)
+        if df * 4**scale > args.max_dense_entries:
+            reason = (f"scale {scale}, dense fraction {df}: {df * 4**scale:.3g} dense entries > "
+                      f"--max-dense-entries {args.max_dense_entries:.3g}")
+            print(f"conversion: point skipped: {reason}")
+            record["points"].append({"scale": scale, "skipped": reason})
+            continue
         problem = make_problem(scale, tile, df, dense=False)
         S, x = problem.S, problem.x
         reference, bound = baseline_reference(S, x)
@@ -1131,6 +1137,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="baselines: numpy dense only up to this scale (default %(default)s)")
     parser.add_argument("--max-dense-entries", type=float, default=float(1 << 27), metavar="N",
                         help="baselines: skip points with more dense-tile entries (default 2**27)")
+    parser.add_argument("--conversion-fraction", type=float, default=0.1, metavar="F",
+                        help="conversion: the dense fraction (default %(default)s)")
     parser.add_argument("--generator-max-scale", type=int, default=14, metavar="S",
                         help="conversion: time the generator paths up to this scale (default %(default)s)")
     parser.add_argument("--hazard-child", nargs=3, type=int, metavar=("SCALE", "TILE", "ROUNDS"),

@@ -380,7 +380,9 @@ def _run_end(indices, k, end, j, bound):
     dense tile). Otherwise a short scan (a row of a sparse tile).
     """
     last = k + (bound - j) - 1
-    if last < end and indices[last] == bound - 1:
+    # try the jump only where the run starts with two consecutive columns: in a
+    # sparse row a jump far ahead (a hub row of thousands) would be a cache miss
+    if last < end and (last == k or indices[k + 1] == j + 1) and indices[last] == bound - 1:
         return last + 1
     q = k + 1
     while q < end and indices[q] < bound:
@@ -388,8 +390,20 @@ def _run_end(indices, k, end, j, bound):
     return q
 
 
+@njit(**_JIT)
+def _tile_of(j, tile, shift):
+    """``j // tile``, as a shift when the tile is a power of two (``shift >= 0``)."""
+    if shift >= 0:
+        return j >> shift
+    return j // tile
+
+
+def _shift_of(tile: int) -> int:
+    return tile.bit_length() - 1 if tile & (tile - 1) == 0 else -1
+
+
 @njit(parallel=True, **_JIT)
-def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr):
+def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr, shift):
     """One pass, parallel over tile rows; tile row ``I`` writes at ``cap_ptr[I]`` (an upper bound)."""
     nbr = (m + tile - 1) // tile
     row_tiles = np.zeros(nbr, np.int64)
@@ -404,7 +418,7 @@ def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr):
             end = np.int64(indptr[i + 1])
             while k < end:
                 j = np.int64(indices[k])
-                J = j // tile
+                J = _tile_of(j, tile, shift)
                 q = _run_end(indices, k, end, j, min((J + 1) * tile, n))
                 if cnt[J] == 0:
                     buf_col[base + nt] = J
@@ -456,7 +470,7 @@ def csr_tile_counts(indptr, indices, shape, tile):
     cap_ptr = np.zeros(nbr + 1, np.int64)
     np.cumsum(np.minimum(row_nnz, nbc), out=cap_ptr[1:])
     kernel = _csr_tile_counts if indices.size >= PARALLEL_BUILD_NNZ else _csr_tile_counts_serial
-    return kernel(indptr, indices, m, n, tile, nbc, cap_ptr)
+    return kernel(indptr, indices, m, n, tile, nbc, cap_ptr, _shift_of(tile))
 
 
 @njit(**_JIT)
@@ -469,7 +483,7 @@ def _slots_of_row(I, nbc, tr_ptr, t_col, t_slot):
 
 @njit(parallel=True, **_JIT)
 def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, sparse_start,
-                   dense_off, dense_values, row_ptr, col, data):
+                   dense_off, dense_values, row_ptr, col, data, shift):
     """Scatter the runs of each row: dense-tile runs into their tile, the others to the CSR.
 
     Parallel over tile rows: tile row ``I`` writes its sparse non-zeros from
@@ -481,17 +495,31 @@ def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, s
     nbc = (n + tile - 1) // tile
     zeros = np.zeros(nbr, np.int64)
     for I in prange(nbr):
-        slot_of = _slots_of_row(I, nbc, tr_ptr, t_col, t_slot)
         r0 = I * tile
         pos = sparse_start[I]
         z = 0
+        has_dense = False
+        for q in range(tr_ptr[I], tr_ptr[I + 1]):
+            has_dense = has_dense or t_slot[q] >= 0
+        if not has_dense:  # a tile row of sparse tiles only: one straight copy of its non-zeros
+            a = np.int64(indptr[r0])
+            for i in range(r0, min(m, r0 + tile)):
+                row_ptr[i + 1] = pos + (np.int64(indptr[i + 1]) - a)
+            for p in range(a, np.int64(indptr[min(m, r0 + tile)])):
+                v = values[p]
+                col[pos + p - a] = indices[p]
+                data[pos + p - a] = v
+                z += np.int64(v == 0)
+            zeros[I] = z
+            continue
+        slot_of = _slots_of_row(I, nbc, tr_ptr, t_col, t_slot)
         for r in range(min(tile, m - r0)):
             i = r0 + r
             k = np.int64(indptr[i])
             end = np.int64(indptr[i + 1])
             while k < end:
                 j = np.int64(indices[k])
-                J = j // tile
+                J = _tile_of(j, tile, shift)
                 c0 = J * tile
                 w = min(tile, n - c0)
                 q = _run_end(indices, k, end, j, c0 + w)
@@ -544,7 +572,8 @@ def from_csr_plan(S, layout: Layout, tile_row_ptr, t_col, t_slot) -> int:
     return int(kernel(S.indptr, S.indices, S.data, m, n, layout.tile,
                               np.ascontiguousarray(tile_row_ptr, np.int64), np.ascontiguousarray(t_col, np.int64),
                               np.ascontiguousarray(t_slot, np.int64), sparse_start,
-                              layout.dense_off, layout.dense_values, layout.row_ptr, layout.col, layout.data))
+                              layout.dense_off, layout.dense_values, layout.row_ptr, layout.col, layout.data,
+                              _shift_of(layout.tile)))
 
 
 # ---------------------------------------------------------------------------
