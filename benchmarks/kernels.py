@@ -1,4 +1,4 @@
-"""The ``kernels`` suite: tiled matvec against numpy dense and scipy CSR.
+"""The ``kernels`` suite: tiled matvec against numpy dense, scipy CSR, GraphBLAS and MKL.
 
 ``python -m benchmarks kernels [--quick] [--section NAME ...] [--out DIR]``
 
@@ -10,7 +10,8 @@ below 1 ms) and checks every result against an independent float64 reference
 Matrices are ``graph500.mixed_matrix`` (a Graph500 Kronecker graph, edgefactor
 16, seed 0, with a fraction of its tiles overlaid fully dense).
 
-Sections (all run by default)
+Sections (all run by default; ``baselines`` and ``conversion`` need the ``[bench]`` extra for
+GraphBLAS and MKL, and skip what is missing)
 -----------------------------
 ``paper``
     The paper's size: scale 11 (n = 2048), tile 128, dense fraction 0, 0.1, 0.25
@@ -54,6 +55,34 @@ Sections (all run by default)
     Single-thread sparse against dense kernel on the same random tiles at fills
     1% to 50%: the per-byte weight ``w`` of the cost model and the fill at which
     the two forms break even.
+
+``baselines``
+    The strong baselines, every library at 1 and 2 threads (``--threads``) on a
+    sweep of scales (``--scales``, default 11 to 14; tile 128 up to scale 11,
+    256 above, or ``--tile``) and dense fractions (``--fractions``, default 0,
+    0.1, 0.25, 0.5): ``numpy dense`` (BLAS threads through threadpoolctl, up to
+    ``--dense-max-scale``), ``scipy CSR`` (single-threaded: the same run is the
+    baseline at every thread count), SuiteSparse:GraphBLAS (python-graphblas,
+    ``gb.ss.config["nthreads"]``), Intel MKL (sparse_dot_mkl,
+    ``mkl_set_num_threads``) and asafe (``kernels.configure(threads=t)`` and
+    ``numba.set_num_threads(t)``), all interleaved in one measurement per point,
+    each checked against a COO ``bincount`` reference (see
+    :func:`baseline_reference`). A library that is not installed or does not
+    load is skipped with its reason printed and recorded. Per point: the best
+    library at each thread count, asafe's ratio to it with its interval, the
+    path asafe's 2-thread products took (serial below ``serial_work``, else the
+    share of parallel calls the PathChooser made), and the scipy -> tiled
+    conversion in products. Points with more than ``--max-dense-entries`` dense
+    entries are skipped (said so). Targets: >= 1.0x the best library at every
+    point, >= 1.5x on the geometric mean.
+``conversion``
+    Build cost in products (build median / product median, interleaved): the
+    scipy -> tiled conversion now and as it was at 4757a96, and generator ->
+    tiled (``from_scipy(mixed_matrix(...))`` with the old conversion against
+    ``graph500.mixed_tiled``), beside the Kronecker graph alone; dense fraction
+    ``--conversion-fraction`` (0.1), scales as ``--scales`` (11 to 16), the
+    generator paths up to ``--generator-max-scale`` (14). Target: <= 10
+    products from scipy at scale 14 and beyond.
 
 ``--quick`` shrinks every section (scale 9 to 11, fewer points, a small
 sampling budget): a smoke run in well under a minute, not a result to report.
