@@ -5,8 +5,9 @@ what is there and returns, for each library that cannot be used, the printed
 reason (missing wheel, MKL runtime not found, ...): the suite then runs without it
 and says so.
 
-Thread control, per call (set before, restored after, outside nothing: the
-switch is inside the timed call and costs microseconds):
+Thread control, per call (set before the product and restored after it, inside
+the timed call: the switch costs microseconds, so that the variants can be
+interleaved):
 
 * numpy dense: its BLAS (OpenBLAS here) through :mod:`threadpoolctl`;
 * scipy CSR: single-threaded by construction (``csr_matvec`` has no threads), so
