@@ -41,7 +41,10 @@ install_requires = [
 extras_require = {
     "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
-    "bench": ["matplotlib>=3.7", "sparse>=0.15"],
+    # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
+    # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse
+    # (darray: dask.array of sparse.COO chunks)
+    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15"],
 }
 
 setup(

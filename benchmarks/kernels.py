@@ -1,4 +1,4 @@
-"""The ``kernels`` suite: tiled matvec against numpy dense and scipy CSR.
+"""The ``kernels`` suite: tiled matvec against numpy dense, scipy CSR, GraphBLAS and MKL.
 
 ``python -m benchmarks kernels [--quick] [--section NAME ...] [--out DIR]``
 
@@ -10,7 +10,8 @@ below 1 ms) and checks every result against an independent float64 reference
 Matrices are ``graph500.mixed_matrix`` (a Graph500 Kronecker graph, edgefactor
 16, seed 0, with a fraction of its tiles overlaid fully dense).
 
-Sections (all run by default)
+Sections (all run by default; ``baselines`` and ``conversion`` need the ``[bench]`` extra for
+GraphBLAS and MKL, and skip what is missing)
 -----------------------------
 ``paper``
     The paper's size: scale 11 (n = 2048), tile 128, dense fraction 0, 0.1, 0.25
@@ -54,6 +55,34 @@ Sections (all run by default)
     Single-thread sparse against dense kernel on the same random tiles at fills
     1% to 50%: the per-byte weight ``w`` of the cost model and the fill at which
     the two forms break even.
+
+``baselines``
+    The strong baselines, every library at 1 and 2 threads (``--threads``) on a
+    sweep of scales (``--scales``, default 11 to 14; tile 128 up to scale 11,
+    256 above, or ``--tile``) and dense fractions (``--fractions``, default 0,
+    0.1, 0.25, 0.5): ``numpy dense`` (BLAS threads through threadpoolctl, up to
+    ``--dense-max-scale``), ``scipy CSR`` (single-threaded: the same run is the
+    baseline at every thread count), SuiteSparse:GraphBLAS (python-graphblas,
+    ``gb.ss.config["nthreads"]``), Intel MKL (sparse_dot_mkl,
+    ``mkl_set_num_threads``) and asafe (``kernels.configure(threads=t)`` and
+    ``numba.set_num_threads(t)``), all interleaved in one measurement per point,
+    each checked against a COO ``bincount`` reference (see
+    :func:`baseline_reference`). A library that is not installed or does not
+    load is skipped with its reason printed and recorded. Per point: the best
+    library at each thread count, asafe's ratio to it with its interval, the
+    path asafe's 2-thread products took (serial below ``serial_work``, else the
+    share of parallel calls the PathChooser made), and the scipy -> tiled
+    conversion in products. Points with more than ``--max-dense-entries`` dense
+    entries are skipped (said so). Targets: >= 1.0x the best library at every
+    point, >= 1.5x on the geometric mean.
+``conversion``
+    Build cost in products (build median / product median, interleaved): the
+    scipy -> tiled conversion now and as it was at 4757a96, and generator ->
+    tiled (``from_scipy(mixed_matrix(...))`` with the old conversion against
+    ``graph500.mixed_tiled``), beside the Kronecker graph alone; dense fraction
+    ``--conversion-fraction`` (0.1), scales as ``--scales`` (11 to 16), the
+    generator paths up to ``--generator-max-scale`` (14). Target: <= 10
+    products from scipy at scale 14 and beyond.
 
 ``--quick`` shrinks every section (scale 9 to 11, fewer points, a small
 sampling budget): a smoke run in well under a minute, not a result to report.
@@ -572,6 +601,310 @@ def _draw_lines(results: Results, name: str, points: dict[int, dict[str, Measure
         ax.legend(fontsize=8)
 
 
+# --------------------------------------------------------------------------- baselines
+TARGET_BASELINES_POINT = 1.0
+TARGET_BASELINES_GEOMEAN = 1.5
+ASAFE = "asafe tiled"
+
+
+def baseline_reference(S, x) -> tuple[np.ndarray, np.ndarray]:
+    """An independent reference of ``S @ x`` (a COO ``bincount``, no library product) and its bound.
+
+    The bound per row is ``max(RTOL, 4 eps k) * (|S| @ |x|)`` for a row of ``k``
+    non-zeros: the worst-case error of a sum of ``k`` terms in any order (the
+    threaded libraries sum in their own order), never below ``RTOL``.
+    """
+    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
+    ref = np.bincount(rows, weights=S.data * x[S.indices], minlength=S.shape[0])
+    mag = np.bincount(rows, weights=np.abs(S.data) * np.abs(x[S.indices]), minlength=S.shape[0])
+    k = np.diff(S.indptr)
+    bound = np.maximum(RTOL, 4 * np.finfo(np.float64).eps * k) * mag + 1e-300
+    return ref, bound
+
+
+def baseline_checker(reference: np.ndarray, bound: np.ndarray, converters: dict[str, Callable[[Any], np.ndarray]]):
+    """``check(name, result)``: the result (converted for the libraries that return their own type) within ``bound``."""
+
+    def check(name: str, y) -> None:
+        conv = converters.get(name)
+        y = np.asarray(conv(y) if conv else y, dtype=np.float64).ravel()
+        if y.shape != reference.shape:
+            raise AssertionError(f"result has shape {y.shape}, expected {reference.shape}")
+        err = np.abs(y - reference)
+        if not np.all(err <= bound):  # NaN fails too
+            i = int(np.nanargmax(np.where(np.isnan(err), np.inf, err - bound)))
+            raise AssertionError(f"row {i}: |y - ref| = {err[i]:.3g} > {bound[i]:.3g}")
+
+    return check
+
+
+class PathCounter:
+    """Counts the products that took asafe's parallel kernel (wraps the module's parallel call)."""
+
+    def __init__(self) -> None:
+        from asafe.compression import kernels
+
+        self.kernels = kernels
+        self.original = kernels._matvec_parallel_call
+        self.parallel = 0
+
+        def counted(*args, **kwargs):
+            self.parallel += 1
+            return self.original(*args, **kwargs)
+
+        self.counted = counted
+
+    def __enter__(self) -> "PathCounter":
+        self.kernels._matvec_parallel_call = self.counted
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kernels._matvec_parallel_call = self.original
+
+
+def asafe_variant(A, x, threads: int, calls: list[int]) -> Callable[[], Any]:
+    """``A @ x`` with asafe's kernels at ``threads`` chunks and numba threads (1: the serial kernel)."""
+    import numba
+
+    from asafe.compression import kernels
+
+    def run():
+        old = kernels.configure(threads=threads)
+        old_numba = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            calls[0] += 1
+            return A @ x
+        finally:
+            numba.set_num_threads(old_numba)
+            kernels.configure(threads=old.threads)
+
+    return run
+
+
+def _geomean(values):
+    return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+@section("baselines", "numpy, scipy, GraphBLAS, MKL and asafe at 1 and 2 threads on a scale x dense-fraction sweep")
+def baselines(ctx: Context) -> None:
+    import scipy.sparse as sp
+
+    from asafe.compression import TiledMatrix, kernels
+
+    from . import _sparse_libs
+
+    args = ctx.args
+    scales = args.scales or ((8, 9) if ctx.quick else (11, 12, 13, 14))
+    fractions = args.fractions or ((0.0, 0.25) if ctx.quick else (0.0, 0.1, 0.25, 0.5))
+    threads_list = args.threads or (1, 2)
+    libs, skipped = _sparse_libs.load()
+    for name, reason in skipped.items():
+        print(f"baselines: {name} skipped: {reason}")
+        ctx.results.warn(f"baselines: {name} skipped: {reason}", kind="SKIPPED")
+    blas = BlasThreads()
+    record: dict[str, Any] = {
+        "libraries": {name: {"version": lib.version, "notes": lib.notes, **lib.info} for name, lib in libs.items()},
+        "skipped": skipped, "threads": list(threads_list),
+        "thread_control": {"numpy dense": "threadpoolctl (BLAS: " + ", ".join(
+            f"{lib.internal_api} {lib.version}" for lib in blas.libs) + ")",
+            "scipy CSR": "single-threaded (scipy's csr_matvec has no threads): the same run is the 1- and "
+                         "2-thread baseline",
+            **{name: lib.notes.split("threads: ")[-1] for name, lib in libs.items()},
+            ASAFE: "asafe.compression.kernels.configure(threads=t) and numba.set_num_threads(t); "
+                   "t=1: serial kernel; t=2: serial_work rule, then the PathChooser's measured choice"},
+        "reference": "COO bincount of S.data * x[S.indices]; bound max(1e-12, 4 eps k) * (|S| @ |x|) per row",
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+        "points": [],
+    }
+    rows, ratios = [], {t: [] for t in threads_list}
+    for scale in scales:
+        tile = args.tile or (128 if scale <= 11 else 256)
+        for df in fractions:
+            n = 1 << scale
+            dense_entries = df * n * n
+            if dense_entries > args.max_dense_entries:
+                reason = (f"scale {scale}, dense fraction {df}: {dense_entries:.3g} dense entries > "
+                          f"--max-dense-entries {args.max_dense_entries:.3g} (memory and time)")
+                print(f"baselines: point skipped: {reason}")
+                record["points"].append({"scale": scale, "dense_fraction": df, "tile": tile, "skipped": reason})
+                continue
+            with_dense = scale <= args.dense_max_scale
+            problem = make_problem(scale, tile, df, dense=with_dense)
+            S, x = problem.S, problem.x
+            reference, bound = baseline_reference(S, x)
+            t0 = time.perf_counter()
+            A = TiledMatrix.from_scipy(S, tile)
+            first_build = time.perf_counter() - t0
+            variants: dict[str, Callable[[], Any]] = {}
+            converters: dict[str, Callable[[Any], np.ndarray]] = {}
+            groups: dict[int, list[str]] = {t: [] for t in threads_list}
+            calls = {t: [0] for t in threads_list}
+            for t in threads_list:
+                if with_dense:
+                    D = problem.D
+                    variants[f"numpy dense {t}t"] = blas.limited(lambda D=D: D @ x, threads=t)
+                    groups[t].append(f"numpy dense {t}t")
+                groups[t].append("scipy CSR 1t")
+            variants["scipy CSR 1t"] = lambda: S @ x
+            for name, lib in libs.items():
+                call = lib.prepare(S, x)
+                for t in threads_list:
+                    key = f"{name} {t}t"
+                    variants[key] = lib.with_threads(call, t)
+                    converters[key] = lib.to_numpy
+                    groups[t].append(key)
+            for t in threads_list:
+                variants[f"{ASAFE} {t}t"] = asafe_variant(A, x, t, calls[t])
+
+            def convert(S=S, tile=tile):
+                return TiledMatrix.from_scipy(S, tile)
+
+            variants["convert scipy -> tiled"] = convert
+            # checked with the serial kernel, so that only asafe's own variants reach the path counter
+            converters["convert scipy -> tiled"] = lambda B: kernels.matvec(B.layout, x, np.empty(B.shape[0]),
+                                                                           parallel=False)
+            print(f"\n== baselines: scale {scale} (n={n}, nnz={S.nnz:,}), tile {tile}, dense fraction {df} ==")
+            with PathCounter() as counter:
+                m = run_measure(ctx, variants, baseline_checker(reference, bound, converters))
+            print(summary_table(m))
+            chooser = A.layout._cache.get("path")
+            work = A.layout.work()
+            point: dict[str, Any] = {
+                "scale": scale, "n": n, "nnz": int(S.nnz), "tile": tile, "dense_fraction": df,
+                "tiles": A.tile_summary(), "setup_s": problem.setup, "first_from_scipy_s": first_build,
+                "measurements": m, "comparisons": {},
+                "asafe_path": {
+                    "work": work, "serial_work": kernels.settings().serial_work,
+                    "calls_2t_and_more": sum(calls[t][0] for t in threads_list if t > 1),
+                    "parallel_calls": counter.parallel,
+                    "chooser": None if chooser is None else {
+                        "serial_median_s": chooser._median(False) if chooser.times[0] else None,
+                        "parallel_median_s": chooser._median(True) if chooser.times[1] else None,
+                        "last_best": None if chooser.last_best is None else
+                        ("parallel" if chooser.last_best else "serial")},
+                },
+            }
+            many = point["asafe_path"]["calls_2t_and_more"]
+            share = counter.parallel / many if many else 0.0
+            path_2t = ("serial (work below serial_work)" if work < kernels.settings().serial_work
+                       else f"parallel {share:.0%} of calls")
+            point["asafe_path"]["path_2t"] = path_2t
+            conv = m["convert scipy -> tiled"]
+            for t in threads_list:
+                mine = m[f"{ASAFE} {t}t"]
+                base = best_of(m, groups[t])
+                row = {"scale": scale, "df": df, "threads": t, "path": "serial" if t == 1 else path_2t}
+                if base is not None and mine.ok:
+                    sp_ = speedup(base, mine)
+                    ratios[t].append(sp_.ratio)
+                    point["comparisons"][str(t)] = {"best_baseline": base.name, "speedup": sp_,
+                                                    "verdict": verdict(*sp_.ci95, TARGET_BASELINES_POINT)}
+                    row.update({"best baseline": base.name, "its time": format_seconds(base.median),
+                                "asafe": format_seconds(mine.median),
+                                "ratio [95% CI]": f"{sp_.ratio:.2f} [{sp_.ci95[0]:.2f}, {sp_.ci95[1]:.2f}]",
+                                "verdict": point["comparisons"][str(t)]["verdict"]})
+                if conv.ok and mine.ok:
+                    row["convert (products)"] = f"{conv.median / mine.median:.1f}"
+                    point["comparisons"].setdefault(str(t), {})["conversion_products"] = conv.median / mine.median
+                rows.append(row)
+            record["points"].append(point)
+            del problem, S, A, variants
+    print("\n== baselines: asafe against the best library at equal threads ==")
+    print(format_table(rows, ["scale", "df", "threads", "best baseline", "its time", "asafe", "ratio [95% CI]",
+                              "verdict", "path", "convert (products)"]))
+    summary = {}
+    for t in threads_list:
+        if ratios[t]:
+            g = _geomean(ratios[t])
+            worst = min(ratios[t])
+            summary[str(t)] = {"geomean": g, "min": worst, "points": len(ratios[t]),
+                               "geomean_target": TARGET_BASELINES_GEOMEAN, "point_target": TARGET_BASELINES_POINT,
+                               "geomean_met": g >= TARGET_BASELINES_GEOMEAN, "every_point_met": worst >= 1.0}
+            line = (f"{t} thread(s): geometric mean {g:.2f}x over {len(ratios[t])} points (target "
+                    f"{TARGET_BASELINES_GEOMEAN}x: {'met' if g >= TARGET_BASELINES_GEOMEAN else 'not met'}); "
+                    f"worst point {worst:.2f}x (target >= 1.0 everywhere: {'met' if worst >= 1 else 'not met'})")
+            print(line)
+            ctx.summary[f"baselines {t}t"] = line
+    record["summary"] = summary
+    ctx.results.add("baselines", record)
+
+
+# --------------------------------------------------------------------------- conversion
+TARGET_CONVERSION_PRODUCTS = 10.0
+
+
+@section("conversion", "cost of building the tiled matrix (from scipy, from the generator) in products, before and now")
+def conversion(ctx: Context) -> None:
+    """Build times against one product's time, interleaved in one measure() per scale.
+
+    ``from scipy (before)`` is the conversion of 4757a96 (``benchmarks/_conversion_v0``);
+    ``generator -> tiled (before)`` is ``from_scipy(mixed_matrix(...))`` with it, ``(now)``
+    is :func:`asafe.compression.graph500.mixed_tiled`; ``generator alone`` is the
+    Kronecker graph (no overlay, no tiles), the floor of any generator path. The
+    product is asafe's at the default settings (2 threads, measured path choice).
+    """
+    from asafe.compression import TiledMatrix, graph500
+
+    from ._conversion_v0 import old_from_scipy
+
+    args = ctx.args
+    scales = args.scales or ((8, 9) if ctx.quick else (11, 12, 13, 14, 15, 16))
+    df = args.conversion_fraction
+    record: dict[str, Any] = {"dense_fraction": df, "points": [], "target_products": TARGET_CONVERSION_PRODUCTS,
+                              "before": "4757a96 (benchmarks/_conversion_v0.py)"}
+    rows = []
+    for scale in scales:
+        tile = args.tile or (128 if scale <= 11 else 256)
+        if df * 4**scale > args.max_dense_entries:
+            reason = (f"scale {scale}, dense fraction {df}: {df * 4**scale:.3g} dense entries > "
+                      f"--max-dense-entries {args.max_dense_entries:.3g}")
+            print(f"conversion: point skipped: {reason}")
+            record["points"].append({"scale": scale, "skipped": reason})
+            continue
+        problem = make_problem(scale, tile, df, dense=False)
+        S, x = problem.S, problem.x
+        reference, bound = baseline_reference(S, x)
+        A = TiledMatrix.from_scipy(S, tile)
+        product = lambda: A @ x  # noqa: E731
+        variants = {"product (asafe)": product,
+                    "from scipy (before)": lambda: old_from_scipy(S, tile),
+                    "from scipy (now)": lambda: TiledMatrix.from_scipy(S, tile)}
+        gen = scale <= args.generator_max_scale
+        if gen:
+            variants["generator -> tiled (before)"] = lambda: old_from_scipy(graph500.mixed_matrix(scale, tile, df), tile)
+            variants["generator -> tiled (now)"] = lambda: graph500.mixed_tiled(scale, tile, df)
+            variants["generator alone (graph)"] = lambda: graph500.kronecker(scale)
+        converters = {name: (lambda B: B @ x) for name in variants if name.startswith(("from", "generator ->"))}
+        check = baseline_checker(reference, bound, converters)
+
+        def checked(name, y, check=check):
+            if name != "generator alone (graph)":
+                check(name, y)
+
+        print(f"\n== conversion: scale {scale} (n={problem.n}, nnz={S.nnz:,}), tile {tile}, dense fraction {df} ==")
+        m = measure(variants, check=checked, rel_ci=ctx.rel_ci, max_seconds=ctx.max_seconds,
+                    min_samples=3 if gen else 5)
+        print(summary_table(m))
+        point: dict[str, Any] = {"scale": scale, "tile": tile, "n": problem.n, "nnz": int(S.nnz), "measurements": m,
+                                 "products": {}}
+        row = {"scale": scale, "tile": tile, "product": format_seconds(m["product (asafe)"].median)}
+        for name, mm in m.items():
+            if name == "product (asafe)" or not (mm.ok and m["product (asafe)"].ok):
+                continue
+            sp_ = speedup(mm, m["product (asafe)"])  # build time / product time, with its interval
+            point["products"][name] = {"ratio": sp_.ratio, "ci95": sp_.ci95}
+            row[name] = f"{sp_.ratio:.1f} [{sp_.ci95[0]:.1f}, {sp_.ci95[1]:.1f}]"
+        record["points"].append(point)
+        rows.append(row)
+        del problem, S, A, variants
+    cols = ["scale", "tile", "product", "from scipy (before)", "from scipy (now)", "generator -> tiled (before)",
+            "generator -> tiled (now)", "generator alone (graph)"]
+    print("\n== conversion cost in products (build median / product median [95% CI]) ==")
+    print(format_table(rows, cols))
+    ctx.results.add("conversion", record)
+
+
 # --------------------------------------------------------------------------- hazard
 HAZARD_POLICIES = {"PASSIVE (kernels' default)": "PASSIVE", "unset (GNU default)": None, "ACTIVE": "ACTIVE"}
 HAZARD_SCENARIOS = (
@@ -826,6 +1159,19 @@ def _parser() -> argparse.ArgumentParser:
     harness.add_common_arguments(parser, max_seconds=20.0)
     parser.add_argument("--section", action="append", choices=list(SECTIONS), metavar="NAME",
                         help="run only this section (repeatable; default: all)")
+    parser.add_argument("--scales", type=int, nargs="+", metavar="S", help="baselines: scales (default 11 12 13 14)")
+    parser.add_argument("--fractions", type=float, nargs="+", metavar="F",
+                        help="baselines: dense fractions (default 0 0.1 0.25 0.5)")
+    parser.add_argument("--threads", type=int, nargs="+", metavar="T", help="baselines: thread counts (default 1 2)")
+    parser.add_argument("--tile", type=int, metavar="T", help="baselines: tile size (default 128 up to scale 11, else 256)")
+    parser.add_argument("--dense-max-scale", type=int, default=14, metavar="S",
+                        help="baselines: numpy dense only up to this scale (default %(default)s)")
+    parser.add_argument("--max-dense-entries", type=float, default=float(1 << 27), metavar="N",
+                        help="baselines: skip points with more dense-tile entries (default 2**27)")
+    parser.add_argument("--conversion-fraction", type=float, default=0.1, metavar="F",
+                        help="conversion: the dense fraction (default %(default)s)")
+    parser.add_argument("--generator-max-scale", type=int, default=14, metavar="S",
+                        help="conversion: time the generator paths up to this scale (default %(default)s)")
     parser.add_argument("--hazard-child", nargs=3, type=int, metavar=("SCALE", "TILE", "ROUNDS"),
                         help=argparse.SUPPRESS)
     return parser

@@ -73,6 +73,12 @@ and column are narrower (*edge tiles*); ``tile >= N`` gives a single ``N x N`` t
   :func:`dense_tiles` depends only on ``(scale, tile, dense_fraction, seed)``, not on
   ``edgefactor``.
 
+:func:`mixed_tiled` builds the same matrix directly as a
+:class:`~asafe.compression.TiledMatrix` (identical to ``TiledMatrix.from_scipy(mixed_matrix(...),
+tile)``, arrays bit for bit): the graph without the dense tiles goes through the CSR tiler, and the
+dense values are hashed straight into the tiles' buffer (a numba kernel, parallel over tiles), with
+no CSR of the dense part and no sparse sum.
+
 :func:`iter_mixed_tiles` yields the same matrix tile by tile, in row-major tile order, skipping
 empty tiles: dense tiles as 2-D ``numpy`` arrays, the others as ``scipy.sparse.csr_matrix`` of the
 tile's shape. It holds the sparse graph (CSR) and one tile at a time, never an ``N x N`` array.
@@ -108,6 +114,7 @@ __all__ = [
     "dense_tiles",
     "mixed_matrix",
     "iter_mixed_tiles",
+    "mixed_tiled",
 ]
 
 #: Graph500 initiator probabilities (A, B, C, D).
@@ -760,3 +767,77 @@ def _merge_row(key, n, tile, rb, dense_cols, sparse):
             yield (rb, c), sparse[c]
         else:
             yield (rb, c), _tile_values(key, n, tile, rb, c)
+
+
+# --------------------------------------------------------------------------- straight to tiles
+
+
+def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=None):
+    """:func:`mixed_matrix` built directly as a :class:`~asafe.compression.TiledMatrix`.
+
+    Equal, array for array, to ``TiledMatrix.from_scipy(mixed_matrix(scale, tile,
+    dense_fraction, edgefactor, seed), tile, threshold)``, at a fraction of its cost: the
+    dense values are computed into the dense tiles' buffer, never as a CSR (see the module
+    docstring). Should the threshold store an overlaid tile sparse (a threshold above the
+    tile's size), that path is taken instead.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> A = mixed_tiled(6, tile=16, dense_fraction=0.25, seed=0)
+    >>> B = TiledMatrix.from_scipy(mixed_matrix(6, tile=16, dense_fraction=0.25, seed=0), 16)
+    >>> all(np.array_equal(a, b) for a, b in zip(A.layout.arrays(), B.layout.arrays()))
+    True
+    """
+    from . import engine
+
+    scale, tile, fraction, edgefactor, seed = _check_mixed(scale, tile, dense_fraction, edgefactor, seed)
+    threshold = engine.check_threshold(threshold)
+    n = 1 << scale
+    k = _dense_count(_grid(scale, tile), fraction)
+    _check_memory(
+        f"mixed_tiled(scale={scale}, tile={tile}, dense_fraction={fraction}, edgefactor={edgefactor})",
+        _graph_bytes(scale, edgefactor) + k * min(tile, n) ** 2 * 8,
+    )
+    graph = _kronecker(scale, edgefactor, seed)
+    blocks = _dense_tiles(scale, tile, fraction, seed)
+    return _tiled_from_graph(graph, n, tile, blocks, _value_key(seed), threshold)
+
+
+def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
+    """The tiled mixed matrix of ``graph`` overlaid with the dense tiles ``blocks``."""
+    from . import layout as layout_mod
+    from .matrix import TiledMatrix, _decide
+
+    sparse = _without_tiles(graph, n, tile, blocks) if len(blocks) else graph
+    tr_ptr, g_col, g_nnz = layout_mod.csr_tile_counts(sparse.indptr, sparse.indices, (n, n), tile)
+    g_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
+    b_row = np.ascontiguousarray(blocks[:, 0], np.int64) if len(blocks) else np.zeros(0, np.int64)
+    b_col = np.ascontiguousarray(blocks[:, 1], np.int64) if len(blocks) else np.zeros(0, np.int64)
+    b_nnz = np.minimum(tile, n - tile * b_row) * np.minimum(tile, n - tile * b_col)
+    t_row = np.concatenate([g_row, b_row])
+    t_col = np.concatenate([g_col, b_col])
+    t_nnz = np.concatenate([g_nnz, b_nnz])
+    overlay = np.concatenate([np.zeros(g_row.size, bool), np.ones(b_row.size, bool)])
+    order = np.lexsort((t_col, t_row))  # the graph has no entry in an overlaid tile: no ties
+    t_row, t_col, t_nnz, overlay = t_row[order], t_col[order], t_nnz[order], overlay[order]
+    t_dense = _decide((n, n), tile, np.dtype(np.float64), t_row, t_col, t_nnz, threshold)
+    if (overlay & ~t_dense).any():  # an overlaid tile stored sparse: the general path
+        out = _without_tiles(graph, n, tile, blocks)
+        out = (out + _dense_csr(key, n, tile, blocks)).tocsr()
+        out.sort_indices()
+        return TiledMatrix.from_scipy(out, tile, threshold)
+    layout, t_slot = layout_mod.allocate((n, n), tile, np.float64, t_row, t_col, t_nnz, t_dense)
+    plan_ptr = np.zeros(tr_ptr.size, np.int64)
+    np.cumsum(np.bincount(t_row, minlength=tr_ptr.size - 1), out=plan_ptr[1:])
+    layout_mod.from_csr_plan(sparse, layout, plan_ptr, t_col, t_slot)  # 0/1 graph: no explicit zeros
+    _fill_overlay(np.uint64(key), n, tile, t_row[overlay], t_col[overlay], layout.dense_off[t_slot[overlay]],
+                  layout.dense_values)
+    return TiledMatrix(layout)
+
+
+def _fill_overlay(key, n, tile, rows, cols, offsets, out):
+    """Write the dense values (:func:`_dense_values`) of tiles ``(rows, cols)`` at ``offsets``."""
+    from ._graph500_kernels import fill_overlay
+
+    fill_overlay(key, n, tile, rows, cols, offsets, out)

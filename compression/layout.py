@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .kernels import W_DENSE, W_NONZERO, W_ROW, index_dtype
 
@@ -373,30 +373,80 @@ def from_dense_plan(D, layout: Layout, kinds: np.ndarray, slots: np.ndarray) -> 
 
 
 @njit(**_JIT)
-def _csr_tile_counts(indptr, indices, m, tile, nbc, cap):
+def _run_end(indices, k, end, j, bound):
+    """End of the run of row non-zeros ``k:`` whose columns lie below ``bound``.
+
+    The row is canonical (columns strictly increasing), so when the element
+    ``bound - j - 1`` positions on has column ``bound - 1`` the run is every
+    column ``j .. bound - 1``: found in O(1), without reading it (a row of a
+    dense tile). Otherwise a short scan (a row of a sparse tile).
+    """
+    last = k + (bound - j) - 1
+    # try the jump only where the run starts with two consecutive columns: in a
+    # sparse row a jump far ahead (a hub row of thousands) would be a cache miss
+    if last < end and (last == k or indices[k + 1] == j + 1) and indices[last] == bound - 1:
+        return last + 1
+    q = k + 1
+    while q < end and indices[q] < bound:
+        q += 1
+    return q
+
+
+@njit(**_JIT)
+def _tile_of(j, tile, shift):
+    """``j // tile``, as a shift when the tile is a power of two (``shift >= 0``)."""
+    if shift >= 0:
+        return j >> shift
+    return j // tile
+
+
+def _shift_of(tile: int) -> int:
+    return tile.bit_length() - 1 if tile & (tile - 1) == 0 else -1
+
+
+@njit(parallel=True, **_JIT)
+def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr, shift):
+    """One pass, parallel over tile rows; tile row ``I`` writes at ``cap_ptr[I]`` (an upper bound)."""
     nbr = (m + tile - 1) // tile
-    cnt = np.zeros(nbc, np.int64)
-    touched = np.empty(nbc, np.int64)
-    tr_ptr = np.zeros(nbr + 1, np.int64)
-    out_col = np.empty(cap, np.int64)
-    out_cnt = np.empty(cap, np.int64)
-    q = 0
-    for I in range(nbr):
+    row_tiles = np.zeros(nbr, np.int64)
+    buf_col = np.empty(cap_ptr[nbr], np.int64)
+    buf_cnt = np.empty(cap_ptr[nbr], np.int64)
+    for I in prange(nbr):
+        cnt = np.zeros(nbc, np.int64)
+        base = cap_ptr[I]
         nt = 0
-        for k in range(indptr[I * tile], indptr[min(m, I * tile + tile)]):
-            J = indices[k] // tile
-            if cnt[J] == 0:
-                touched[nt] = J
-                nt += 1
-            cnt[J] += 1
-        cols = np.sort(touched[:nt])
-        for J in cols:
-            out_col[q] = J
-            out_cnt[q] = cnt[J]
-            cnt[J] = 0
-            q += 1
-        tr_ptr[I + 1] = q
-    return tr_ptr, out_col[:q], out_cnt[:q]
+        for i in range(I * tile, min(m, I * tile + tile)):
+            k = np.int64(indptr[i])
+            end = np.int64(indptr[i + 1])
+            while k < end:
+                j = np.int64(indices[k])
+                J = _tile_of(j, tile, shift)
+                q = _run_end(indices, k, end, j, min((J + 1) * tile, n))
+                if cnt[J] == 0:
+                    buf_col[base + nt] = J
+                    nt += 1
+                cnt[J] += q - k
+                k = q
+        buf_col[base:base + nt].sort()
+        for t in range(nt):
+            buf_cnt[base + t] = cnt[buf_col[base + t]]
+        row_tiles[I] = nt
+    tr_ptr = np.zeros(nbr + 1, np.int64)
+    for I in range(nbr):
+        tr_ptr[I + 1] = tr_ptr[I] + row_tiles[I]
+    out_col = np.empty(tr_ptr[nbr], np.int64)
+    out_cnt = np.empty(tr_ptr[nbr], np.int64)
+    for I in range(nbr):
+        for t in range(row_tiles[I]):
+            out_col[tr_ptr[I] + t] = buf_col[cap_ptr[I] + t]
+            out_cnt[tr_ptr[I] + t] = buf_cnt[cap_ptr[I] + t]
+    return tr_ptr, out_col, out_cnt
+
+
+# Below this many non-zeros the builders run serial copies of the kernels (prange as
+# range): a parallel region costs more than the whole pass on small matrices.
+PARALLEL_BUILD_NNZ = 1 << 18
+_csr_tile_counts_serial = njit(**_JIT)(_csr_tile_counts.py_func)
 
 
 def csr_tile_counts(indptr, indices, shape, tile):
@@ -404,7 +454,9 @@ def csr_tile_counts(indptr, indices, shape, tile):
 
     Returns ``(tile_row_ptr, tile_col, count)``: the non-empty tiles of tile row
     ``I`` are ``tile_row_ptr[I]:tile_row_ptr[I + 1]``, sorted by tile column.
-    Costs O(nnz + tile rows), never O(tiles of the grid).
+    Costs O(runs + tile rows), never O(tiles of the grid): a run is the part
+    of one row inside one tile, found in O(1) when the row is full there (see
+    :func:`_run_end`). Parallel over tile rows.
 
     Examples
     --------
@@ -415,51 +467,115 @@ def csr_tile_counts(indptr, indices, shape, tile):
     """
     m, n = shape
     nbr, nbc = _grid(shape, tile)
-    cap = int(min(indices.size, nbr * nbc))
-    return _csr_tile_counts(indptr, indices, m, tile, nbc, cap)
+    # at most min(nbc, nnz of the tile row) tiles per tile row: where each writes
+    row_nnz = np.diff(np.asarray(indptr)[np.minimum(np.arange(nbr + 1) * tile, m)])
+    cap_ptr = np.zeros(nbr + 1, np.int64)
+    np.cumsum(np.minimum(row_nnz, nbc), out=cap_ptr[1:])
+    kernel = _csr_tile_counts if indices.size >= PARALLEL_BUILD_NNZ else _csr_tile_counts_serial
+    return kernel(indptr, indices, m, n, tile, nbc, cap_ptr, _shift_of(tile))
 
 
 @njit(**_JIT)
-def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot,
-                   dense_off, dense_values, row_ptr, col, data):
+def _slots_of_row(I, nbc, tr_ptr, t_col, t_slot):
+    slot_of = np.full(nbc, -1, np.int64)
+    for q in range(tr_ptr[I], tr_ptr[I + 1]):
+        slot_of[t_col[q]] = t_slot[q]
+    return slot_of
+
+
+@njit(parallel=True, **_JIT)
+def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, sparse_start,
+                   dense_off, dense_values, row_ptr, col, data, shift):
+    """Scatter the runs of each row: dense-tile runs into their tile, the others to the CSR.
+
+    Parallel over tile rows: tile row ``I`` writes its sparse non-zeros from
+    ``sparse_start[I]`` on and sets its own entries of ``row_ptr``. Returns
+    the number of explicit zeros seen (the caller redoes the work on a
+    canonical copy when there are any).
+    """
     nbr = tr_ptr.size - 1
     nbc = (n + tile - 1) // tile
-    slot_of = np.full(nbc, -1, np.int64)
-    pos = 0
-    for I in range(nbr):
+    zeros = np.zeros(nbr, np.int64)
+    for I in prange(nbr):
         r0 = I * tile
+        pos = sparse_start[I]
+        z = 0
+        has_dense = False
         for q in range(tr_ptr[I], tr_ptr[I + 1]):
-            slot_of[t_col[q]] = t_slot[q]
+            has_dense = has_dense or t_slot[q] >= 0
+        if not has_dense:  # a tile row of sparse tiles only: one straight copy of its non-zeros
+            a = np.int64(indptr[r0])
+            for i in range(r0, min(m, r0 + tile)):
+                row_ptr[i + 1] = pos + (np.int64(indptr[i + 1]) - a)
+            for p in range(a, np.int64(indptr[min(m, r0 + tile)])):
+                v = values[p]
+                col[pos + p - a] = indices[p]
+                data[pos + p - a] = v
+                z += np.int64(v == 0)
+            zeros[I] = z
+            continue
+        slot_of = _slots_of_row(I, nbc, tr_ptr, t_col, t_slot)
         for r in range(min(tile, m - r0)):
             i = r0 + r
-            for k in range(indptr[i], indptr[i + 1]):
-                j = indices[k]
-                J = j // tile
+            k = np.int64(indptr[i])
+            end = np.int64(indptr[i + 1])
+            while k < end:
+                j = np.int64(indices[k])
+                J = _tile_of(j, tile, shift)
+                c0 = J * tile
+                w = min(tile, n - c0)
+                q = _run_end(indices, k, end, j, c0 + w)
                 slot = slot_of[J]
                 if slot >= 0:
-                    c0 = J * tile
-                    w = min(tile, n - c0)
-                    dense_values[dense_off[slot] + r * w + (j - c0)] = values[k]
+                    base = dense_off[slot] + r * w - c0
+                    if q - k == w:  # the whole row of the tile: a contiguous copy
+                        for p in range(w):
+                            v = values[k + p]
+                            dense_values[base + c0 + p] = v
+                            z += np.int64(v == 0)
+                    else:
+                        for p in range(k, q):
+                            v = values[p]
+                            dense_values[base + indices[p]] = v
+                            z += np.int64(v == 0)
                 else:
-                    col[pos] = j
-                    data[pos] = values[k]
-                    pos += 1
+                    for p in range(k, q):
+                        v = values[p]
+                        col[pos] = indices[p]
+                        data[pos] = v
+                        z += np.int64(v == 0)
+                        pos += 1
+                k = q
             row_ptr[i + 1] = pos
-        for q in range(tr_ptr[I], tr_ptr[I + 1]):
-            slot_of[t_col[q]] = -1
+        zeros[I] = z
+    return zeros.sum()
 
 
-def from_csr_plan(S, layout: Layout, tile_row_ptr, t_col, t_slot) -> None:
-    """Scatter a canonical CSR matrix ``S`` into an allocated layout.
+_fill_from_csr_serial = njit(**_JIT)(_fill_from_csr.py_func)
+
+
+def from_csr_plan(S, layout: Layout, tile_row_ptr, t_col, t_slot) -> int:
+    """Scatter a CSR matrix ``S`` with sorted, unique indices into an allocated layout.
 
     The plan is that of :func:`allocate`, with the tiles of tile row ``I`` at
     ``tile_row_ptr[I]:tile_row_ptr[I + 1]`` (from :func:`csr_tile_counts`).
-    Costs O(nnz + stored tiles). Used by
+    Costs O(nnz + stored tiles) in one pass parallel over tile rows (a full
+    row of a dense tile is one contiguous copy). Returns the number of
+    explicit zeros of ``S`` (stored as if non-zero: the caller that wants
+    them dropped rebuilds from a canonical copy). Used by
     :meth:`~asafe.compression.TiledMatrix.from_scipy`.
     """
     m, n = layout.shape
-    _fill_from_csr(S.indptr, S.indices, S.data, m, n, layout.tile, tile_row_ptr, t_col, t_slot,
-                   layout.dense_off, layout.dense_values, layout.row_ptr, layout.col, layout.data)
+    nbr, _ = layout.grid
+    sparse_start = np.zeros(nbr + 1, np.int64)
+    np.cumsum(layout.sparse_nnz, out=(tmp := np.zeros(layout.sparse_nnz.size + 1, np.int64))[1:])
+    sparse_start[:] = tmp[layout.sparse_ptr]
+    kernel = _fill_from_csr if S.indices.size >= PARALLEL_BUILD_NNZ else _fill_from_csr_serial
+    return int(kernel(S.indptr, S.indices, S.data, m, n, layout.tile,
+                              np.ascontiguousarray(tile_row_ptr, np.int64), np.ascontiguousarray(t_col, np.int64),
+                              np.ascontiguousarray(t_slot, np.int64), sparse_start,
+                              layout.dense_off, layout.dense_values, layout.row_ptr, layout.col, layout.data,
+                              _shift_of(layout.tile)))
 
 
 # ---------------------------------------------------------------------------

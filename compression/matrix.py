@@ -111,10 +111,14 @@ def _decide(shape, tile, dtype, t_row, t_col, t_nnz, threshold) -> np.ndarray:
     return engine.keeps_dense(t_nnz, h, w, dtype, threshold)  # the one rule, as engine.produce
 
 
-def _canonical_csr(S):
-    """A CSR copy of ``S`` only where needed: sorted, no duplicates, no explicit zeros."""
+def _canonical_csr(S, check_zeros: bool = True):
+    """A CSR copy of ``S`` only where needed: sorted, no duplicates, no explicit zeros.
+
+    ``check_zeros=False`` skips the scan for explicit zeros (the caller finds them
+    while it reads the values anyway, see :meth:`TiledMatrix.from_scipy`).
+    """
     dtype = value_dtype(S.dtype, "matrix values")
-    if S.format == "csr" and S.has_canonical_format and not (S.data == 0).any():
+    if S.format == "csr" and S.has_canonical_format and not (check_zeros and (S.data == 0).any()):
         if S.data.dtype == dtype:
             return S
         return sp.csr_array((S.data.astype(dtype), S.indices, S.indptr), shape=S.shape)
@@ -243,13 +247,16 @@ class TiledMatrix:
             raise ValueError(f"expected a 2-D matrix, got a {S.ndim}-D sparse array of shape {S.shape}")
         tile = _check_tile(tile)
         threshold = engine.check_threshold(threshold)
-        S = _canonical_csr(S)
+        # explicit zeros are looked for while the values are copied (one pass over
+        # them, not two); when there are any, the build is redone from a copy without
+        original, S = S, _canonical_csr(S, check_zeros=False)
         shape = (int(S.shape[0]), int(S.shape[1]))
         tr_ptr, t_col, t_nnz = layout_mod.csr_tile_counts(S.indptr, S.indices, shape, tile)
         t_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
         t_dense = _decide(shape, tile, S.dtype, t_row, t_col, t_nnz, threshold)
         layout, t_slot = layout_mod.allocate(shape, tile, S.dtype, t_row, t_col, t_nnz, t_dense)
-        layout_mod.from_csr_plan(S, layout, tr_ptr, t_col, t_slot)
+        if layout_mod.from_csr_plan(S, layout, tr_ptr, t_col, t_slot):
+            return cls.from_scipy(_canonical_csr(original), tile, threshold)
         return cls(layout)
 
     @classmethod
