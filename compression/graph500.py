@@ -791,6 +791,7 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
     """
     from . import engine
 
+    requested = _check_int("tile", tile, 1)  # the matrix keeps the tile it was asked for, as from_scipy's
     scale, tile, fraction, edgefactor, seed = _check_mixed(scale, tile, dense_fraction, edgefactor, seed)
     threshold = engine.check_threshold(threshold)
     n = 1 << scale
@@ -799,6 +800,10 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
         f"mixed_tiled(scale={scale}, tile={tile}, dense_fraction={fraction}, edgefactor={edgefactor})",
         _graph_bytes(scale, edgefactor) + k * min(tile, n) ** 2 * 8,
     )
+    if requested > n:  # one tile holds the whole matrix: the general path keeps the tile asked for
+        from .matrix import TiledMatrix
+
+        return TiledMatrix.from_scipy(mixed_matrix(scale, requested, fraction, edgefactor, seed), requested, threshold)
     graph = _kronecker(scale, edgefactor, seed)
     blocks = _dense_tiles(scale, tile, fraction, seed)
     return _tiled_from_graph(graph, n, tile, blocks, _value_key(seed), threshold)
