@@ -45,8 +45,11 @@ RACE = textwrap.dedent(
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_concurrent_first_imports_do_not_deadlock(attempt):
-    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120)
+def test_concurrent_first_imports_do_not_deadlock(attempt, tmp_path):
+    # from an empty folder: ``python -c`` puts the working folder first on sys.path, and a
+    # checkout's asafe/ folder there is not the installed package
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
 
