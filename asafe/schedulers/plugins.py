@@ -131,7 +131,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from ..core.config import parse_boolean  # environment variables arrive as strings
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import board
+from . import board, wire
 
 __all__ = [
     "NAME",
@@ -717,6 +717,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         from distributed.worker import WORKER_ANY_RUNNING
 
         self.worker = worker
+        wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
         worker.stream_handlers[STATES_OP] = self.receive
         if worker.status in WORKER_ANY_RUNNING:
             await self._hello()  # install() returns with the states in place
@@ -820,7 +821,10 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             startstop = self._find_startstop(record)
             self._batch = (record, startstop)
             if startstop is not None:
-                startstop[STARTSTOP_BYTES] = int(record["total"])
+                saved = wire.take_saved()  # wire-compression: the batch in uncompressed-equivalent bytes
+                startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
+                if saved:
+                    startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
                 startstop[STARTSTOP_TASKS] = self._served(record)
         if startstop is None:
             return
