@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                         [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio, t.mode.signals.get("cpu")]
                         for t in handle.history if t.optimization == "wire-compression"]
                     detail["state_at_end"] = handle.state("wire-compression")
+                    timeline = handle.timeline
+                    step = max(1, len(timeline) // 300)
+                    detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu")]
+                                          for t, m in timeline[::step] if t >= t0_wall - 0.5]
                     handle.uninstall()
                 samples[variant].append(elapsed)
                 details[variant].append(detail)
@@ -210,4 +214,60 @@ def main(argv: list[str] | None = None) -> int:
         "thresholds": dask.config.get("asafe.optimizations"),
     }), indent=1))
     print(f"results: {path}")
+    try:
+        print(f"figure: {plot(json.loads(path.read_text()), path.with_suffix('.png'))}")
+    except Exception as exc:  # the JSON is the result; the figure is a view of it
+        print(f"no figure: {exc!r}")
     return 0
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def plot(result: dict, path: Path) -> Path:
+    """Per-variant sample times, and the median adaptive run's ratio, cpu load and transitions."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4))
+    names = list(result["samples"])
+    for i, name in enumerate(names):
+        ys = result["samples"][name]
+        ax.plot([i] * len(ys), ys, "o", alpha=0.6)
+        ax.plot([i - 0.2, i + 0.2], [result["summary"][name]["median"]] * 2, "k-")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("seconds per rechunk (samples, median)")
+    ax.set_title(f"link {result['link']}, {result['data']} data, burn {result['burn']}", fontsize=9)
+    runs = result["details"].get("adaptive") or []
+    if runs:
+        times = [r["seconds"] for r in runs]
+        run = runs[sorted(range(len(times)), key=times.__getitem__)[len(times) // 2]]
+        tl = run.get("timeline") or []
+        ts = [p[0] for p in tl]
+        ratio = [min(1e3, 1e3 if p[1] in ("inf", "nan") else max(float(p[1]), 1e-3)) for p in tl]
+        bx.step(ts, ratio, where="post", label="compute/communication")
+        bx.set_yscale("log")
+        bx.axhline(0.5, color="tab:green", ls="--", lw=1, label="ratio alpha 0.5 / cpu alpha 0.5")
+        bx.axhline(2.0, color="tab:red", ls="--", lw=1, label="ratio beta 2.0")
+        cx = bx.twinx()
+        cx.step(ts, [p[2] if p[2] is not None else float("nan") for p in tl], where="post", color="tab:orange",
+                label="cpu load")
+        cx.axhline(0.8, color="tab:orange", ls=":", lw=1, label="cpu beta 0.8")
+        cx.set_ylim(0, 1.05)
+        cx.set_ylabel("cpu load")
+        for t in run.get("transitions") or []:
+            bx.axvline(t[0], color="tab:green" if t[3] else "tab:red", alpha=0.7)
+            bx.annotate(f"wire {'on' if t[3] else 'off'}", (t[0], 1e2), rotation=90, fontsize=7)
+        bx.set_xlabel("seconds since the rechunk started (median adaptive run)")
+        bx.set_ylabel("ratio")
+        h1, l1 = bx.get_legend_handles_labels()
+        h2, l2 = cx.get_legend_handles_labels()
+        bx.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
+        bx.set_title(f"wire-compression transitions: {len(run.get('transitions') or [])}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
