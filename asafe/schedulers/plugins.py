@@ -348,6 +348,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     async def start(self, scheduler: Any) -> None:
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
+        wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
             previous.detach()  # a new installation replaces the old one: events count once
