@@ -36,6 +36,10 @@ install_requires = [
     "matplotlib>=3.7",
     # limiting BLAS threads around numba kernels (see asafe.compression.kernels)
     "threadpoolctl>=3.1",
+    # wire-compression (asafe.schedulers.wire): blosc2's byte shuffle + LZ4 compresses
+    # float arrays 1.5-800x at 0.4-5 GB/s per core here, where plain lz4/zstd
+    # (cramjam, lz4) barely shrink smooth float64 data (1.0-1.1x)
+    "blosc2>=2.0",
 ]
 
 extras_require = {

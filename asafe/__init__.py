@@ -21,7 +21,7 @@ Architecture page draws it):
 Everything a user imports is exported here; the rooms' modules are private.
 """
 from .core import config  # registers the dask.config defaults first
-from .core.domains import EfficiencyDomain, Hysteresis
+from .core.domains import AllOf, EfficiencyDomain, Hysteresis
 from .core.mode import ModeVector
 from .core.runtime import AdaptiveRuntime, Optimization, Transition
 from .core.tracker import ModeTracker
@@ -41,6 +41,7 @@ __all__ = [
     "ModeTracker",
     "EfficiencyDomain",
     "Hysteresis",
+    "AllOf",
     "Optimization",
     "Transition",
     "AdaptiveRuntime",

@@ -116,9 +116,12 @@ def test_runtime_pickles_with_its_states_and_history():
 
 def test_defaults_come_from_the_configuration():
     rt = AdaptiveRuntime()
-    assert list(rt.optimizations) == ["compression"]
+    assert list(rt.optimizations) == ["compression", "wire-compression"]
     domain = rt.optimizations["compression"].domain
     assert (domain.alpha, domain.beta, domain.metric) == (0.5, 2.0, "ratio")
+    ratio, cpu = rt.optimizations["wire-compression"].domain.domains
+    assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
+    assert (cpu.alpha, cpu.beta, cpu.metric) == (0.5, 0.8, "cpu")
     assert rt.dwell == 0.25 and rt.default_type == "compute"
 
 

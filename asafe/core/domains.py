@@ -18,7 +18,7 @@ from typing import Any
 
 from .mode import ModeVector
 
-__all__ = ["EfficiencyDomain", "Hysteresis"]
+__all__ = ["EfficiencyDomain", "Hysteresis", "AllOf"]
 
 
 class EfficiencyDomain:
@@ -100,6 +100,56 @@ class Hysteresis(EfficiencyDomain):
 
     def __repr__(self) -> str:
         return f"Hysteresis(alpha={self.alpha}, beta={self.beta}, metric={self.metric!r})"
+
+
+class AllOf(EfficiencyDomain):
+    """On only when every domain would turn on; off as soon as one turns off.
+
+    Off: turns on when every domain decides ``True`` from the off state (each
+    metric below its ``alpha``). On: stays on while every domain decides
+    ``True`` from the on state (each metric at most its ``beta``), so a
+    :class:`Hysteresis` part keeps its band. ``wire-compression`` uses two
+    parts: the ratio (communication dominates) and the ``cpu`` signal (headroom).
+
+    Parameters
+    ----------
+    domains : list
+        Domains, or configuration entries ``{"domain": dotted.path, "kwargs": {...}}``.
+
+    Examples
+    --------
+    >>> both = AllOf([Hysteresis(0.5, 2.0), Hysteresis(0.5, 0.8, metric="cpu")])
+    >>> both.decide(ModeVector({"compute": 1, "communication": 4}, cpu=0.3), False)
+    True
+    >>> both.decide(ModeVector({"compute": 1, "communication": 4}, cpu=0.9), True)
+    False
+    """
+
+    def __init__(self, domains: list) -> None:
+        from .config import import_by_path
+
+        built = []
+        for i, part in enumerate(domains or ()):
+            if isinstance(part, dict):
+                if set(part) - {"domain", "kwargs"} or "domain" not in part:
+                    raise ValueError(f"AllOf domains[{i}] must be a domain or {{'domain', 'kwargs'}}, got {part!r}")
+                part = import_by_path(part["domain"])(**(part.get("kwargs") or {}))
+            if not callable(getattr(part, "decide", None)):
+                raise TypeError(f"AllOf domains[{i}] has no decide(mode, state): {part!r}")
+            built.append(part)
+        if not built:
+            raise ValueError("AllOf needs at least one domain")
+        self.domains = built
+
+    def decide(self, mode: ModeVector, state: bool) -> bool:
+        state = bool(state)
+        for domain in self.domains:
+            if not domain.decide(mode, state):
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"AllOf({self.domains!r})"
 
 
 def _threshold(name: str, value: Any) -> float:

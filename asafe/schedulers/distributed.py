@@ -87,6 +87,9 @@ def install(
     if not callable(getattr(client, "register_plugin", None)):
         raise TypeError(f"install() needs a distributed.Client, got {type(client).__name__}")
     seconds = _timeout(timeout)
+    from . import wire
+
+    wire.enable()  # refuses bad asafe.wire settings; this client decompresses what it gathers
     _check_cluster(client, seconds)
     token = _TOKENS.get(runtime)
     installed = client.run_on_scheduler(_installed_token)
@@ -114,6 +117,9 @@ def attach(client: Any) -> "RuntimeHandle":
     RuntimeError
         asafe is not installed on that cluster's scheduler.
     """
+    from . import wire
+
+    wire.enable()  # this client decompresses what it gathers
     token = client.run_on_scheduler(_installed_token)
     if token is None:
         raise RuntimeError(

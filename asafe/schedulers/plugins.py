@@ -145,7 +145,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from ..core.config import parse_boolean  # environment variables arrive as strings
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import board
+from . import board, wire
 from .forecast import TransferForecast
 
 __all__ = [
@@ -366,6 +366,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     async def start(self, scheduler: Any) -> None:
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
+        wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
             previous.detach()  # a new installation replaces the old one: events count once
@@ -812,6 +813,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         from distributed.worker import WORKER_ANY_RUNNING
 
         self.worker = worker
+        wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
         worker.stream_handlers[STATES_OP] = self.receive
         if worker.status in WORKER_ANY_RUNNING:
             await self._hello()  # install() returns with the states in place
@@ -947,7 +949,10 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             startstop = self._find_startstop(record)
             self._batch = (record, startstop)
             if startstop is not None:
-                startstop[STARTSTOP_BYTES] = int(record["total"])
+                saved = wire.take_saved()  # wire-compression: the batch in uncompressed-equivalent bytes
+                startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
+                if saved:
+                    startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
                 startstop[STARTSTOP_TASKS] = self._served(record)
         if startstop is None:
             return

@@ -1,0 +1,273 @@
+"""Adaptive wire compression against Dask's default on a transfer-heavy dask.array rechunk.
+
+A float64 array (``--size`` rows x columns, row chunks) is persisted across two
+worker processes; the timed step rechunks it to column chunks and persists the
+result (every block moves between the workers, about half of the bytes cross
+the link) and checks it bit for bit against the sync scheduler's reference.
+
+Variants, interleaved in rotating order on one cluster (rule 5):
+
+* ``dask``: asafe not installed (Dask's default: no compression between
+  processes on one host, ``distributed.comm.compression`` off);
+* ``adaptive``: ``asafe.install(client)`` with the default configuration (a fresh
+  runtime per sample: it starts off and must find the mode within the run);
+* ``always``: wire-compression forced on (the best static setting on a slow link);
+* ``ratio-only``: the default ratio hysteresis without the cpu part (what the
+  cpu gate costs or saves where the machine is busy with other work).
+
+The link is whatever the process runs behind; shape it with tc in a network
+namespace and name it with ``--link``::
+
+    unshare --net bash -c 'ip link set lo up && tc qdisc add dev lo root tbf rate 1gbit \\
+        burst 512kb latency 50ms && exec python -m benchmarks wire --link 1gbit'
+
+``--data random`` uses incompressible uniform random values; ``--burn N`` runs N
+cpu-spinning processes during the timed steps (a competing compute phase) and
+reports whether adaptive turned on. Results: ``OUT/wire/wire-<link>-<data>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import math
+import multiprocessing
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from asafe.app import stats
+
+from . import harness
+
+VARIANTS = ("dask", "adaptive", "always", "ratio-only")
+
+
+def smooth_block(block: np.ndarray) -> np.ndarray:
+    """Low-entropy float64: a smooth field quantized to 1/1024 (sensor-like data)."""
+    return np.round(np.sin(np.cumsum(block, axis=1) / 50.0) * 1024.0) / 1024.0
+
+
+def _spin(stop: Any) -> None:
+    x = 0
+    while not stop.is_set():
+        for i in range(100_000):
+            x += i
+
+
+@contextlib.contextmanager
+def burners(n: int):
+    """``n`` processes spinning on a cpu each, stopped on exit."""
+    if n <= 0:
+        yield
+        return
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    procs = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        time.sleep(1.0)  # let the cpu signal see them
+        yield
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(5)
+
+
+def codec_throughput(data: np.ndarray) -> dict[str, Any]:
+    """Compression ratio and single-core throughput of the configured codec on one block."""
+    from asafe.schedulers import wire
+
+    wire.enable()
+    buf = memoryview(np.ascontiguousarray(data)).cast("B")
+    best_c = best_d = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        compressed = wire.compress_frame(buf, 8)
+        best_c = min(best_c, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        out = wire.decompress_frame(compressed)
+        best_d = min(best_d, time.perf_counter() - t0)
+    assert bytes(out) == bytes(buf)
+    return {"bytes": buf.nbytes, "ratio": buf.nbytes / len(compressed),
+            "compress_MBps_per_core": buf.nbytes / best_c / 1e6,
+            "decompress_MBps_per_core": buf.nbytes / best_d / 1e6, "settings": wire.check_settings()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks wire", description=__doc__.splitlines()[0])
+    harness.add_common_arguments(parser, max_seconds=600.0)
+    parser.add_argument("--link", default="loopback", help="name of the link the run is behind (recorded)")
+    parser.add_argument("--data", choices=("smooth", "random"), default="smooth")
+    parser.add_argument("--size", type=int, default=4096, help="rows = columns / 2 of the float64 array")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--burn", type=int, default=0, help="cpu-spinning processes during the timed steps")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--rechunk-method", choices=("tasks", "p2p"), default="tasks",
+                        help="dask's array.rechunk.method: tasks (transfers the scheduler sees, default) or p2p "
+                             "(the shuffle extension's own comms: compressed when on, but not seen as communication)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.size, args.rounds = 1024, 3
+    variants = [v for v in args.variants.split(",") if v]
+
+    import dask
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    import asafe
+    from asafe.schedulers import wire
+
+    dask.config.set({"array.rechunk.method": args.rechunk_method})
+    rows, cols = args.size, 2 * args.size
+    chunk = max(rows // 8, 1)
+    x = da.random.RandomState(0).random_sample((rows, cols), chunks=(chunk, cols))
+    if args.data == "smooth":
+        x = x.map_blocks(smooth_block)
+    reference = x.compute(scheduler="threads")
+    codec = codec_throughput(reference[:chunk])
+    print(f"codec {codec['settings']['codec']} (blosc2, shuffle) on one {codec['bytes'] / 2**20:.0f} MiB block: "
+          f"ratio {codec['ratio']:.2f}, compress {codec['compress_MBps_per_core']:.0f} MB/s, "
+          f"decompress {codec['decompress_MBps_per_core']:.0f} MB/s per core")
+
+    samples: dict[str, list[float]] = {v: [] for v in variants}
+    details: dict[str, list[dict]] = {v: [] for v in variants}
+    always = asafe.AdaptiveRuntime(
+        [asafe.Optimization("wire-compression", asafe.Hysteresis(math.inf, math.inf), initial=True)], signals=False)
+    ratio_only = asafe.AdaptiveRuntime(
+        [asafe.Optimization("wire-compression", asafe.Hysteresis(0.5, 2.0), initial=False)], signals=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2)
+        xp = client.persist(x)
+        wait(xp)
+        for rnd, order in enumerate(stats.rotations(variants, args.rounds)):
+            for variant in order:
+                handle = None
+                if variant == "adaptive":
+                    handle = asafe.install(client)
+                elif variant == "always":
+                    handle = asafe.install(client, always)
+                elif variant == "ratio-only":
+                    handle = asafe.install(client, copy.deepcopy(ratio_only))
+                client.run(wire.reset_stats)
+                with burners(args.burn):
+                    t0_wall, t0 = time.time(), time.perf_counter()
+                    y = client.persist(xp.rechunk((rows, chunk)))
+                    wait(y)
+                    elapsed = time.perf_counter() - t0
+                result = y.compute()
+                if result.tobytes() != reference.tobytes():
+                    raise AssertionError(f"{variant}: the rechunked array differs from the reference")
+                counters: dict[str, float] = {}
+                for c in client.run(wire.stats).values():
+                    for k, v in c.items():
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            counters[k] = counters.get(k, 0) + v
+                detail = {"seconds": elapsed, "wire": counters}
+                if handle is not None:
+                    detail["transitions"] = [
+                        [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio, t.mode.signals.get("cpu")]
+                        for t in handle.history if t.optimization == "wire-compression"]
+                    detail["state_at_end"] = handle.state("wire-compression")
+                    timeline = handle.timeline
+                    step = max(1, len(timeline) // 300)
+                    detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu")]
+                                          for t, m in timeline[::step] if t >= t0_wall - 0.5]
+                    handle.uninstall()
+                samples[variant].append(elapsed)
+                details[variant].append(detail)
+                del y, result
+                print(f"round {rnd} {variant:9s} {elapsed:7.3f}s compressed "
+                      f"{counters.get('compressed_logical_bytes', 0) / 2**20:7.1f} MiB -> "
+                      f"{counters.get('compressed_wire_bytes', 0) / 2**20:6.1f} MiB"
+                      + (f", transitions {[(t[2], t[3]) for t in detail.get('transitions', [])]}" if handle else ""))
+
+    summary = {v: stats.summarize(samples[v]) for v in variants}
+    rows_out = []
+    comparisons = {}
+    for v in variants:
+        s = summary[v]
+        row = {"variant": v, "median s": f"{s.median:.3f}", "95% CI": f"[{s.ci95[0]:.3f}, {s.ci95[1]:.3f}]",
+               "n": s.n}
+        if v != "dask" and "dask" in samples:
+            ratio, ci, exact = stats.paired_ratio(samples["dask"], samples[v])
+            comparisons[v] = {"speedup_vs_dask": ratio, "ci95": ci, "exact": exact,
+                              "boot_ci95": stats.ratio_ci(samples["dask"], samples[v])}
+            row["dask / variant"] = f"{ratio:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+        rows_out.append(row)
+    print(f"link {args.link}, data {args.data}, {rows}x{cols} float64 ({rows * cols * 8 / 2**20:.0f} MiB), "
+          f"burn {args.burn}")
+    print(harness.format_table(rows_out, list(rows_out[0].keys()) + (["dask / variant"] if comparisons else [])))
+    out = Path(args.out) / "wire"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"wire-{args.link}-{args.data}{'-burn' + str(args.burn) if args.burn else ''}.json"
+    path.write_text(json.dumps(harness.to_jsonable({
+        "suite": "wire", "link": args.link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
+        "burn": args.burn, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
+        "details": details, "environment": stats.environment(link=args.link, workers=2, threads_per_worker=1),
+        "thresholds": dask.config.get("asafe.optimizations"),
+    }), indent=1))
+    print(f"results: {path}")
+    try:
+        print(f"figure: {plot(json.loads(path.read_text()), path.with_suffix('.png'))}")
+    except Exception as exc:  # the JSON is the result; the figure is a view of it
+        print(f"no figure: {exc!r}")
+    return 0
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def plot(result: dict, path: Path) -> Path:
+    """Per-variant sample times, and the median adaptive run's ratio, cpu load and transitions."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4))
+    names = list(result["samples"])
+    for i, name in enumerate(names):
+        ys = result["samples"][name]
+        ax.plot([i] * len(ys), ys, "o", alpha=0.6)
+        ax.plot([i - 0.2, i + 0.2], [result["summary"][name]["median"]] * 2, "k-")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("seconds per rechunk (samples, median)")
+    ax.set_title(f"link {result['link']}, {result['data']} data, burn {result['burn']}", fontsize=9)
+    runs = result["details"].get("adaptive") or []
+    if runs:
+        times = [r["seconds"] for r in runs]
+        run = runs[sorted(range(len(times)), key=times.__getitem__)[len(times) // 2]]
+        tl = run.get("timeline") or []
+        ts = [p[0] for p in tl]
+        ratio = [min(1e3, 1e3 if p[1] in ("inf", "nan") else max(float(p[1]), 1e-3)) for p in tl]
+        bx.step(ts, ratio, where="post", label="compute/communication")
+        bx.set_yscale("log")
+        bx.axhline(0.5, color="tab:green", ls="--", lw=1, label="ratio alpha 0.5 / cpu alpha 0.5")
+        bx.axhline(2.0, color="tab:red", ls="--", lw=1, label="ratio beta 2.0")
+        cx = bx.twinx()
+        cx.step(ts, [p[2] if p[2] is not None else float("nan") for p in tl], where="post", color="tab:orange",
+                label="cpu load")
+        cx.axhline(0.8, color="tab:orange", ls=":", lw=1, label="cpu beta 0.8")
+        cx.set_ylim(0, 1.05)
+        cx.set_ylabel("cpu load")
+        for t in run.get("transitions") or []:
+            bx.axvline(t[0], color="tab:green" if t[3] else "tab:red", alpha=0.7)
+            bx.annotate(f"wire {'on' if t[3] else 'off'}", (t[0], 1e2), rotation=90, fontsize=7)
+        bx.set_xlabel("seconds since the rechunk started (median adaptive run)")
+        bx.set_ylabel("ratio")
+        h1, l1 = bx.get_legend_handles_labels()
+        h2, l2 = cx.get_legend_handles_labels()
+        bx.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
+        bx.set_title(f"wire-compression transitions: {len(run.get('transitions') or [])}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

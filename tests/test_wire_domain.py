@@ -1,0 +1,88 @@
+"""The wire-compression domain: AllOf(ratio hysteresis, cpu hysteresis), scripted."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import asafe
+from asafe.core.runtime import load_optimizations
+
+
+def wire_domain():
+    (opt,) = [o for o in load_optimizations() if o.name == "wire-compression"]
+    return opt.domain
+
+
+def mode(ratio, cpu):
+    """A mode with this compute/communication ratio and cpu load."""
+    if math.isnan(ratio):  # an idle scheduler
+        return asafe.ModeVector({}, cpu=cpu)
+    return asafe.ModeVector({"compute": ratio, "communication": 1.0}, cpu=cpu)
+
+
+def test_default_domain_flip_flop_scripted():
+    # dwell 0: each step's decision is the domain's alone
+    rt = asafe.AdaptiveRuntime(
+        [asafe.Optimization("wire-compression", wire_domain())], dwell=0, dwell_tasks=0, signals=False
+    )
+    script = [
+        # (ratio, cpu, expected state after the step)
+        (3.0, 0.1, False),   # compute dominates
+        (0.3, 0.7, False),   # communication dominates, but no cpu headroom (0.7 > alpha 0.5)
+        (0.3, 0.4, True),    # both: on
+        (1.0, 0.7, True),    # both in their bands: kept
+        (0.3, 0.85, False),  # cpu above its beta 0.8: off at once
+        (0.3, 0.6, False),   # cpu in its band: stays off
+        (0.2, 0.2, True),    # on again
+        (2.5, 0.2, False),   # ratio above beta: off
+        (1.5, 0.2, False),   # ratio in its band: stays off
+        (0.4, 0.49, True),
+        (math.nan, 0.9, False),  # idle ratio keeps nothing on while the cpu is saturated
+    ]
+    states = []
+    for i, (ratio, cpu, _) in enumerate(script):
+        rt.evaluate(mode(ratio, cpu), now=float(i))
+        states.append(rt.state("wire-compression"))
+    assert states == [expected for _, _, expected in script]
+    assert [(t.old, t.new) for t in rt.history] == [
+        (False, True), (True, False), (False, True), (True, False), (False, True), (True, False)
+    ]
+
+
+def test_dwell_delays_both_directions():
+    rt = asafe.AdaptiveRuntime(
+        [asafe.Optimization("wire-compression", wire_domain())], dwell=1.0, dwell_tasks=0, signals=False
+    )
+    rt.evaluate(mode(0.3, 0.3), now=0.0)
+    assert rt.state("wire-compression")
+    rt.evaluate(mode(0.3, 0.95), now=0.5)  # cpu saturated but within the dwell
+    assert rt.state("wire-compression")
+    rt.evaluate(mode(0.3, 0.95), now=1.0)
+    assert not rt.state("wire-compression")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 10), st.floats(0, 1)), min_size=1, max_size=40), st.booleans())
+def test_never_on_while_cpu_above_its_upper_threshold(steps, initial):
+    domain = wire_domain()
+    ratio_part, cpu_part = domain.domains
+    state = initial
+    for ratio, cpu in steps:
+        state = domain.decide(mode(ratio, cpu), state)
+        if cpu > cpu_part.beta or ratio > ratio_part.beta:
+            assert state is False
+    # and it only turns on from off where both are below their alpha
+    assert domain.decide(mode(0.3, cpu_part.alpha + 0.01), False) is False
+
+
+def test_all_of_bad_input():
+    with pytest.raises(ValueError, match="at least one"):
+        asafe.AllOf([])
+    with pytest.raises(TypeError, match="decide"):
+        asafe.AllOf([object()])
+    with pytest.raises(ValueError, match="alpha <= beta"):
+        asafe.AllOf([{"domain": "asafe.Hysteresis", "kwargs": {"alpha": 0.9, "beta": 0.5, "metric": "cpu"}}])
+    with pytest.raises(ValueError, match="must be a domain"):
+        asafe.AllOf([{"domian": "asafe.Hysteresis"}])
