@@ -278,7 +278,7 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
             if s:
                 ax.axvspan(t0, t1, color="tab:green", alpha=0.12, lw=0)
         if ts:
-            ax.step(ts, rs, where="post", color="tab:blue", lw=1.0, label="measured compute/communication")
+            ax.step(ts, rs, where="post", color="tab:blue", lw=1.0, label="the mode's compute/communication")
         alpha, beta = float(th["alpha"]), float(th["beta"])  # "inf" in the JSON
         if math.isfinite(alpha):
             ax.axhline(alpha, color="tab:green", ls="--", lw=1.2, label=f"alpha = {alpha:g} (on below)")
