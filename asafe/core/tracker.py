@@ -332,7 +332,10 @@ class ModeTracker:
     def measured_work(self) -> dict[str, float]:
         """Measured seconds of work per type in the sliding window."""
         with self._lock:
-            return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
+            return self._measured_work()
+
+    def _measured_work(self) -> dict[str, float]:
+        return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
 
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
@@ -351,7 +354,7 @@ class ModeTracker:
         """The blended mode vector, with extra signals attached."""
         with self._lock:
             scheduled = self._scheduled_work()
-            measured = {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
+            measured = self._measured_work()
             tasks = sum(self._counts.values())
             fullness = min(1.0, tasks / self._ring_total) if self._ring_total else 1.0
         return ModeVector(_blend(scheduled, measured, self.blend, fullness), **signals)

@@ -532,13 +532,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 if transfers is None:
                     transfers = []
                 transfers.append(startstop)
-        if task_type == COMMUNICATION and self.transfer_correction:
-            sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)
-            if sizes:
-                compute = uncompressed_seconds(compute, sizes[0], sizes[1], self._bandwidth())
+        sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)  # [logical, wire] if the output reports them
+        if task_type == COMMUNICATION and self.transfer_correction and sizes:
+            compute = uncompressed_seconds(compute, sizes[0], sizes[1], self._bandwidth())
         self.tracker.finish(task_type, prefix, compute, scheduled=scheduled)
         if ts is not None:
-            sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)
             nbytes = kwargs.get("nbytes")
             logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None)
             self.forecast.finished(ts, kwargs.get("worker"), logical)
