@@ -32,6 +32,15 @@ own signal. Before a prefix has been seen its size is unknown and its edges
 plan nothing; they are refined with the real size when the producer finishes,
 which is before the transfer starts.
 
+*What is learned outlives an installation.* The per-prefix sizes and crossing
+fractions belong to the scheduler, as Dask's own per-prefix durations
+(``TaskPrefix.duration_average``) do: a runtime installed anew on a scheduler
+that has run a prefix before (:meth:`TransferForecast.share`) forecasts that
+prefix's first outputs. Without it, every new installation would ship a phase's
+first wave of a known prefix uncompressed -- the cold start that cost half a
+second per run behind a 1 Gbit/s link (``docs/results/demo-1gbit``, 184ca8e).
+Only a prefix this scheduler has never run starts unknown.
+
 *When planned work counts.* An output's planned transfers count while its
 producer is ready, running, or in memory with a consumer still to be served,
 and leave when that consumer finishes (the measured transfer then reaches the
@@ -56,12 +65,37 @@ from typing import Any
 
 from ..core.types import COMMUNICATION
 
-__all__ = ["TransferForecast"]
+__all__ = ["TransferForecast", "PrefixMemory"]
 
 #: Weight of a new observation in the per-prefix moving averages (as the tracker learns durations).
 _LEARN = 0.5
 #: Scheduler states of a producer whose planned transfers count.
 _ACTIVE = frozenset({"queued", "no-worker", "processing", "memory"})
+
+
+class PrefixMemory:
+    """What a scheduler has learned per key prefix: logical output bytes and the fraction that crossed.
+
+    Shared by the forecasts of every runtime installed on one scheduler (see
+    :meth:`TransferForecast.share`); bounded by the number of key prefixes the
+    scheduler has run, as Dask's ``Scheduler.task_prefixes`` is.
+
+    Examples
+    --------
+    >>> memory = PrefixMemory()
+    >>> memory.output_bytes["produce"] = 8e6
+    >>> len(memory)
+    1
+    """
+
+    __slots__ = ("output_bytes", "shipped", "__weakref__")
+
+    def __init__(self) -> None:
+        self.output_bytes: dict[str, float] = {}
+        self.shipped: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.output_bytes.keys() | self.shipped.keys())
 
 
 class _Output:
@@ -114,6 +148,18 @@ class TransferForecast:
         if crossed is not None:
             old = self.shipped.get(prefix)
             self.shipped[prefix] = float(crossed) if old is None else old + _LEARN * (float(crossed) - old)
+
+    def share(self, memory: "PrefixMemory") -> None:
+        """Learn into ``memory`` from now on (what this forecast learned so far is kept in it).
+
+        The scheduler plugin passes the memory of its scheduler, so a new
+        installation starts from what the previous ones learned.
+        """
+        for prefix, nbytes in self.output_bytes.items():
+            memory.output_bytes.setdefault(prefix, nbytes)
+        for prefix, shipped in self.shipped.items():
+            memory.shipped.setdefault(prefix, shipped)
+        self.output_bytes, self.shipped = memory.output_bytes, memory.shipped
 
     def expected_seconds(self, prefix: str) -> float:
         """Expected transfer seconds of one output of ``prefix`` from its history (0 if never seen)."""

@@ -133,6 +133,7 @@ import asyncio
 import logging
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -146,7 +147,7 @@ from ..core.config import parse_boolean  # environment variables arrive as strin
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import board, wire
-from .forecast import TransferForecast
+from .forecast import PrefixMemory, TransferForecast
 
 __all__ = [
     "NAME",
@@ -258,6 +259,20 @@ def uncompressed_seconds(seconds: float, logical: float, wire: float, bandwidth:
     return seconds + (logical - wire) / bandwidth
 
 
+_PREFIX_MEMORY: "weakref.WeakKeyDictionary[Any, PrefixMemory]" = weakref.WeakKeyDictionary()
+
+
+def prefix_memory(scheduler: Any) -> PrefixMemory:
+    """The per-prefix sizes that every asafe installation on ``scheduler`` learns into and starts from.
+
+    It lives as long as the scheduler object, as Dask's own per-prefix durations do.
+    """
+    memory = _PREFIX_MEMORY.get(scheduler)
+    if memory is None:
+        memory = _PREFIX_MEMORY[scheduler] = PrefixMemory()
+    return memory
+
+
 def _settings() -> dict[str, Any]:
     get = dask.config.get
     return {
@@ -366,6 +381,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     async def start(self, scheduler: Any) -> None:
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
+        self.forecast.share(prefix_memory(scheduler))  # what earlier installations learned per prefix
         wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:

@@ -98,3 +98,34 @@ def test_measured_window_alone_runs_each_phase_start_in_the_old_state(client, ma
     assert seen["local-1"][0] is True
     assert seen["shipped-2"][0] is False
     assert seen["local-2"][0] is True
+
+
+@asafe.typed("compute")
+def remembered_produce(i, nbytes):
+    return produce(i, nbytes)
+
+
+def _remembered_phase(client, workers, tag):
+    a, b = workers
+    made = client.map(remembered_produce, range(TASKS), [SHIPPED_BYTES] * TASKS,
+                      key=[f"remembered-produce-{tag}-{i}" for i in range(TASKS)],
+                      workers=[a], allow_other_workers=False, pure=False)
+    used = client.map(consume, made, key=[f"remembered-consume-{tag}-{i}" for i in range(TASKS)], workers=[b],
+                      allow_other_workers=False, pure=False)
+    assert client.gather(used) == [float(i) for i in range(TASKS)]
+    return [state for state, _ in client.gather(made)]
+
+
+def test_a_new_installation_forecasts_a_prefix_the_scheduler_has_run(client, make_runtime, installed):
+    # The demo installs a fresh runtime per run; what the scheduler learned per
+    # prefix (the producers' output size) must survive it, as Dask's per-prefix
+    # durations do, or every run ships its first wave uncompressed.
+    workers = sorted(client.scheduler_info()["workers"])
+    with installed(client, _runtime(make_runtime, predictive=True)):
+        first = _remembered_phase(client, workers, "r1")
+    with installed(client, _runtime(make_runtime, predictive=True)) as handle:
+        again = _remembered_phase(client, workers, "r2")
+        forecast = handle.info("plugin")["plugin"]["forecast"]
+    assert first[0] is False  # a prefix this scheduler never ran: its size is unknown
+    assert again == [True] * TASKS  # a fresh runtime, and every task of the phase ran compressed
+    assert forecast["output_bytes"]["remembered-produce"] == pytest.approx(SHIPPED_BYTES, rel=0.01)
