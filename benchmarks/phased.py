@@ -24,7 +24,8 @@ Sections (all run by default)
     This is the evidence alpha and beta are chosen from; it runs on the tuning
     phases (``--tune-phases``, the calibration set by default).
 ``phases``
-    ``adaptive``, ``static-on``, ``static-off`` interleaved (A B C, B C A, ...),
+    ``adaptive``, ``per-task`` (the per-task cost rule, :mod:`asafe.app.pertask`),
+    ``static-on``, ``static-off`` (``--variants``: ``hybrid`` too) interleaved (A B C, B C A, ...),
     ``repetitions`` rounds, and the ``oracle`` (per phase the better static
     setting by median, chosen after the fact; its total is the sum of the
     per-phase times of that setting, per round). The targets of the demo: adaptive
@@ -175,7 +176,7 @@ def _fixed(name: str, samples: list[float], rel_ci: float = 0.05, **kwargs: Any)
 def _measurements(cmp: Any) -> dict[str, Any]:
     from asafe.app import workload as wl
 
-    names = (*wl.VARIANTS, wl.ORACLE)
+    names = (*cmp.variants, wl.ORACLE)
     warm = cmp.warmup_seconds
     totals = {v: _fixed(v, cmp.totals(v), warmup_times=[warm[v]] if v in warm else ()) for v in names}
     per_phase = {}
@@ -185,7 +186,7 @@ def _measurements(cmp: Any) -> dict[str, Any]:
 
 
 def section_phases(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
-                   results: Results, name: str = "phases") -> Any:
+                   results: Results, name: str = "phases", variants: Sequence[str] | None = None) -> Any:
     from asafe.app import demo
     from asafe.app import workload as wl
 
@@ -193,12 +194,14 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
         label = "warm-up" if run.warmup else f"round {run.repetition + 1}"
         print(f"  {run.variant:>10} {label:>8}: " + " ".join(f"{p.seconds:7.3f}" for p in run.phases)
               + f"  total {run.seconds:7.3f} s  {'correct' if run.correct else 'WRONG'}"
-              + (f"  transitions {len(run.transitions)}" if run.variant == "adaptive" else ""), flush=True)
+              + (f"  transitions {len(run.transitions)}" if run.variant in ("adaptive", "hybrid") else "")
+              + (f"  compressed {sum(d['compress'] for d in run.decisions)}/{len(run.decisions)}"
+                 if run.decisions else ""), flush=True)
 
     print(f"\n{name}: {len(phases)} phases, {repetitions} interleaved rounds; "
           f"Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}), window {thresholds.window}")
     cmp = wl.compare(client, phases, repetitions=repetitions, thresholds=thresholds, expected=expected,
-                     on_done=done)
+                     on_done=done, variants=variants or wl.VARIANTS)
     for error in cmp.errors():
         results.warn(f"{name}: {error}", kind="FAILED")
     ms = _measurements(cmp)
@@ -210,10 +213,15 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
                      "correct": cmp.correct(v), "per phase": " ".join(f"{x:.3f}" for x in cmp.phase_medians(v))})
     print(format_table(rows, ["variant", "median", "95% CI", "correct", "per phase"]))
     speedups = {}
-    for base in ("static-on", "static-off", wl.ORACLE):
-        s = speedup(totals[base], totals["adaptive"])
-        speedups[f"adaptive_vs_{base}"] = s
-        print(f"  {s}")
+    for new in ("adaptive", "hybrid", "per-task"):
+        if new not in totals:
+            continue
+        for base in (*cmp.variants, wl.ORACLE):
+            if base == new or f"{base}_vs_{new}" in speedups:
+                continue
+            s = speedup(totals[base], totals[new])
+            speedups[f"{new}_vs_{base}"] = s
+            print(f"  {new} vs {base}: {s}")
     report = demo.build_report(cmp, env={}, timing={}, size=name)
     targets = report["targets"]
     best, oracle = targets["adaptive_vs_best_static"], targets["adaptive_vs_oracle"]
@@ -224,9 +232,19 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
           f"{targets['transitions_per_phase']['met']})")
     for v, x in targets["static_losses"]["variants"].items():
         print(f"  {v} loses {x['loss']:+.0%} in {x['worst_phase']} (>= 20%: {x['met']})")
+    pt = targets.get("adaptive_vs_per_task")
+    if pt:
+        print(f"  adaptive {pt['speedup']:.3f}x {pt['ci95']} the per-task rule (>= 1.0: {pt['met']})")
+    for v in cmp.variants:
+        if v in wl.RULES:
+            shares = cmp.compressed_share(v)
+            print(f"  {v}: share of panels compressed per phase "
+                  + " ".join("-" if x is None else f"{x:.0%}" for x in shares))
     results.add(name, {"totals": totals, "per_phase": ms["per_phase"], "speedups": speedups,
                        "oracle_choice": cmp.oracle_choice(), "targets": targets,
                        "transitions": report["transitions"], "thresholds": thresholds.as_dict(),
+                       "paired_speedups": report["speedups"], "variants": list(cmp.variants),
+                       "compressed_share": {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES},
                        "phases": [p.as_dict() for p in phases], "warmup_s": cmp.warmup_seconds})
     with results.figure(name, figsize=(10, 7.5)) as (fig, path):
         pass
@@ -243,7 +261,7 @@ def section_sweep(client: Any, phases: list, thresholds: Any, expected: list, qu
     reps = 1 if quick else 2
     print(f"\nsweep: alpha x beta on the tuning phases, {reps} run(s) per point, the static settings again "
           f"every {STATIC_EVERY} points")
-    for variant in wl.VARIANTS:  # warm-up of this phase set
+    for variant in ("adaptive", "static-on", "static-off"):  # warm-up of this phase set
         wl.run_variant(client, phases, variant, thresholds, expected)
     grid = np.full((len(alphas), len(betas)), np.nan)
     transitions = np.full_like(grid, np.nan)
@@ -445,6 +463,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--phases", default=None, metavar="SET",
                         help="phase set of the phases section: default, quick, heldout, calibration "
                              "(default: default, quick with --quick)")
+    parser.add_argument("--variants", default=None, metavar="LIST",
+                        help="variants of the phases section, comma-separated from adaptive, per-task, hybrid, "
+                             "static-on, static-off (default: adaptive,per-task,static-on,static-off)")
     parser.add_argument("--tune-phases", default="calibration", metavar="SET",
                         help="phase set of the ratios and sweep sections (default: calibration)")
     return parser
@@ -467,6 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         phases = list(wl.phases_for(args.phases or ("quick" if args.quick else "default")))
         sweep_phases = list(wl.phases_for(args.tune_phases))
+        variants = wl.check_variants(args.variants) if args.variants else wl.VARIANTS
     except ValueError as exc:
         print(f"phased: {exc}", file=sys.stderr)
         return 2
@@ -476,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             suite_options={"sections": sections, "quick": args.quick, "calibrate": args.calibrate,
                                            "repetitions": repetitions,
                                            "phases": args.phases or ("quick" if args.quick else "default"),
-                                           "tune_phases": args.tune_phases},
+                                           "tune_phases": args.tune_phases, "variants": list(variants)},
                             tuned_parameters={"thresholds": thresholds.as_dict()})
     if args.quick:
         results.warn("--quick: small phases and few rounds, a smoke run, not a result to report", kind="QUICK")
@@ -500,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wl.run_variant(client, sweep_phases, variant, thresholds, sweep_expected)
             section_ratios(client, sweep_phases, thresholds, sweep_expected, results)
         if "phases" in sections:
-            section_phases(client, phases, thresholds, expected, repetitions, results)
+            section_phases(client, phases, thresholds, expected, repetitions, results, variants=variants)
         if "sweep" in sections:
             section_sweep(client, sweep_phases, thresholds, sweep_expected, args.quick, results)
         if args.calibrate:

@@ -17,7 +17,7 @@ from asafe.app.demo import DemoError, run_demo
 
 pytestmark = pytest.mark.timeout(240)
 
-VARIANTS = ("adaptive", "static-on", "static-off", "oracle")
+VARIANTS = ("adaptive", "per-task", "static-on", "static-off", "oracle")
 
 
 def _number(x):
@@ -109,8 +109,25 @@ def test_targets_and_speedups_are_reported(report):
     for key in ("adaptive_vs_best_static", "adaptive_vs_oracle", "transitions_per_phase", "static_losses"):
         assert isinstance(targets[key]["met"], bool)
     assert len(targets["transitions_per_phase"]["max_per_phase"]) == len(wl.TEST_PHASES)
+    # the per-task rule is compared with adaptive, and its decisions are reported per phase
+    assert _number(data["speedups"]["adaptive_vs_per-task"]["paired_ratio"])
+    assert isinstance(targets["adaptive_vs_per_task"]["met"], bool)
+    for p in data["phases"]:
+        share = p["compressed_share"]["per-task"]
+        assert 0.0 <= share <= 1.0, p["name"]
+    # test phases: panels shipped between workers are compressed, local single-use dense-ish ones are not
+    by_name = {p["name"]: p["compressed_share"]["per-task"] for p in data["phases"]}
+    assert by_name["shipped-sparse"] == 1.0 and by_name["local-denseish"] == 0.0
     run = data["figure_run"]
     assert run["timeline"] and [p["name"] for p in run["phases"]] == [p.name for p in wl.TEST_PHASES]
+
+
+def test_unknown_variant_is_a_clear_error():
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,static-on,bogus"])
+    assert result.exit_code != 0
+    assert "bogus" in result.output and "allowed: adaptive, per-task, hybrid, static-on, static-off" in result.output
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,per-task"])
+    assert result.exit_code != 0 and "must include static-on and static-off" in result.output
 
 
 def test_console_output(report):

@@ -73,17 +73,21 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
 @click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
               type=click.Path(dir_okay=False), help="Where the JSON report goes.")
 @click.option("--link", "link", default=None, metavar="RATE", callback=_link_option, help=_LINK_HELP)
+@click.option("--variants", default="adaptive,per-task,static-on,static-off", show_default=True, metavar="LIST",
+              help="Comma-separated variants to run, from adaptive, per-task, hybrid, static-on, static-off "
+                   "(static-on and static-off are always needed: the oracle is made of them).")
 @click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
               help="Phase sizes (tests use 'test').")
 def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
          repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
-         blend: float | None, plot: str, json_path: str, link, size: str | None) -> None:
-    """Run the phased Graph500 workload: adaptive compression against the static settings.
+         blend: float | None, plot: str, json_path: str, link, variants: str, size: str | None) -> None:
+    """Run the phased Graph500 workload: adaptive compression against the per-task rule and the static settings.
 
     Four phases (shipped sparse panels, local dense-ish panels, shipped panels
     reused for 8 vectors, local 256-tiles) run under asafe's adaptive runtime,
-    compression always on, always off, and the per-phase oracle. Prints progress,
-    transitions and a table; writes a JSON report and a PNG figure.
+    the per-task cost rule, compression always on, always off, and the
+    per-phase oracle. Prints progress, transitions and a table; writes a JSON
+    report and a PNG figure.
     """
     from dataclasses import replace
 
@@ -109,7 +113,7 @@ def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: 
     try:
         run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
                  scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
-                 plot=plot, json_path=json_path)
+                 plot=plot, json_path=json_path, variants=variants)
     except DemoError as exc:
         raise click.ClickException(str(exc)) from exc
 

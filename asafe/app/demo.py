@@ -7,6 +7,13 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
 ``adaptive``
     asafe's runtime with ``Hysteresis(alpha, beta)`` on the compute/communication
     ratio switches compression while the run goes on (a fresh runtime per run);
+``per-task``
+    no global mode: each panel is decided when it is produced by the per-task
+    cost rule (:mod:`asafe.app.pertask`: its reuse, whether its consumer is on
+    another worker, a sample of its tiles, calibrated costs, the worker's
+    measured bandwidth), as StarPU's ``dmda`` decides per task;
+``hybrid`` (``--variants``)
+    the global mode as a prior, the per-task payoff as evidence;
 ``static-on`` / ``static-off``
     compression always on / always off (no asafe installed: the strongest
     baselines);
@@ -47,6 +54,7 @@ TARGETS = {
     "adaptive_vs_oracle": 1.10,  # within 10% of the oracle
     "max_transitions_per_phase": 2,  # no flapping
     "static_loss": 0.20,  # each static setting loses >= 20% in at least one phase
+    "adaptive_vs_per_task": 1.0,  # at least as fast as the per-task cost rule
 }
 
 
@@ -105,7 +113,7 @@ def connect(scheduler_address: str | None = None, workers: int = 2,
 # --------------------------------------------------------------------------- report
 def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
     variants = {}
-    for v in (*wl.VARIANTS, wl.ORACLE):
+    for v in (*cmp.variants, wl.ORACLE):
         totals = cmp.totals(v)
         entry = describe(totals) if totals else {"median_s": None, "ci95": [None, None]}
         entry["correct"] = cmp.correct(v)
@@ -120,23 +128,31 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
     return variants
 
 
+#: The variants compared with the others (``new_vs_base``), in this order.
+_COMPARED = ("adaptive", "hybrid", "per-task")
+
+
 def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
     out = {}
-    new = cmp.totals("adaptive")
-    for base_name in ("static-on", "static-off", wl.ORACLE):
-        base = cmp.totals(base_name)
-        if not base or not new or len(base) != len(new):
-            continue
-        ratio, ci, exact = paired_ratio(base, new)
-        out[f"adaptive_vs_{base_name}"] = {
-            "base": base_name,
-            "base_median_s": median(base),
-            "new_median_s": median(new),
-            "estimator": "paired ratio: median over rounds of base_i / adaptive_i, order-statistic 95% CI",
-            "paired_ratio": ratio,
-            "paired_ci95": list(ci),
-            "ci_exact": exact,
-        }
+    for new_name in (v for v in _COMPARED if v in cmp.variants):
+        new = cmp.totals(new_name)
+        for base_name in (*cmp.variants, wl.ORACLE):
+            base = cmp.totals(base_name)
+            if base_name == new_name or not base or not new or len(base) != len(new):
+                continue
+            if f"{base_name}_vs_{new_name}" in out:
+                continue  # one direction of each pair
+            ratio, ci, exact = paired_ratio(base, new)
+            out[f"{new_name}_vs_{base_name}"] = {
+                "base": base_name,
+                "new": new_name,
+                "base_median_s": median(base),
+                "new_median_s": median(new),
+                "estimator": f"paired ratio: median over rounds of base_i / {new_name}_i, order-statistic 95% CI",
+                "paired_ratio": ratio,
+                "paired_ci95": list(ci),
+                "ci_exact": exact,
+            }
     return out
 
 
@@ -168,7 +184,17 @@ def _targets(cmp: wl.Comparison, variants: dict[str, Any], speedups: dict[str, A
             "met": max(per_phase, default=0) <= TARGETS["max_transitions_per_phase"]},
         "static_losses": {"target": TARGETS["static_loss"], "variants": losses,
                           "met": all(x["met"] for x in losses.values())},
+        **_per_task_target(speedups),
     }
+
+
+def _per_task_target(speedups: dict[str, Any]) -> dict[str, Any]:
+    vs = speedups.get("adaptive_vs_per-task")
+    if not vs:
+        return {}
+    return {"adaptive_vs_per_task": {
+        "speedup": vs["paired_ratio"], "ci95": vs["paired_ci95"], "target": TARGETS["adaptive_vs_per_task"],
+        "met": vs["paired_ratio"] >= TARGETS["adaptive_vs_per_task"]}}
 
 
 def _median_run(cmp: wl.Comparison, variant: str = "adaptive") -> wl.VariantRun | None:
@@ -195,16 +221,18 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
     choice = cmp.oracle_choice()
     per_rep_transitions = []
     phases = []
+    shares = {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES}
     for i, phase in enumerate(cmp.phases):
         entry = {"name": phase.name, "description": phase.description, "spec": phase.as_dict(),
                  "oracle_choice": choice[i], "variants": {}}
-        for v in (*wl.VARIANTS, wl.ORACLE):
+        for v in (*cmp.variants, wl.ORACLE):
             samples = [s[i] for s in cmp.samples(v)]
             if samples:
                 s = describe(samples)
                 entry["variants"][v] = {"median_s": s["median_s"], "ci95": s["ci95"], "samples": samples,
                                         "unstable": s["unstable"]}
         entry["max_transitions"] = cmp.transitions_per_phase()[i]
+        entry["compressed_share"] = {v: shares[v][i] for v in shares}
         phases.append(entry)
     transitions = []
     for run in cmp.runs:
@@ -219,7 +247,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
                                 "time": t["time"], "optimization": t["optimization"], "from": t["from"],
                                 "to": t["to"], "ratio": t["ratio"], "phase": t["phase"]})
     shown = _median_run(cmp)
-    warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*wl.VARIANTS, wl.ORACLE)
+    warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*cmp.variants, wl.ORACLE)
                 if variants[v].get("unstable")]
     warnings += [f"wrong result: {e}" for e in cmp.errors()]
     report = {
@@ -231,7 +259,12 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
             "repetitions": len(cmp.totals("adaptive")),
             "order": "interleaved, rotated every round (A B C, B C A, C A B, ...)",
             "check": f"every phase of every run against scipy (rtol={wl.RTOL}, atol={wl.ATOL})",
+            "variants": list(cmp.variants),
             "static_variants": "no asafe installed; the setting is passed to every producer",
+            "per_task_rule": "asafe.app.pertask.PerTask: per panel, compress when the expected seconds with "
+                             "compression (sampled tiles, calibrated costs, the worker's measured bandwidth, "
+                             "the panel's reuse and whether its consumer is on another worker) are below those "
+                             "without; no asafe installed (hybrid: asafe installed, the mode's 'on' first)",
         },
         "timing": {**timing, "warmup_s": cmp.warmup_seconds,
                    "note": "warm-up runs (numba compilation, matrix generation on the workers) are "
@@ -310,9 +343,10 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.set_title(f"adaptive run (repetition {run['repetition']}, the median one); each switch "
                      f"is marked with its delay after its phase's start", fontsize=9)
     names = [p["name"] for p in report["phases"]]
-    variants = ["adaptive", "static-on", "static-off", "oracle"]
-    colors = {"adaptive": "tab:blue", "static-on": "tab:green", "static-off": "tab:red", "oracle": "0.5"}
-    width = 0.2
+    variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
+    colors = {"adaptive": "tab:blue", "per-task": "tab:purple", "hybrid": "tab:cyan", "static-on": "tab:green",
+              "static-off": "tab:red", "oracle": "0.5"}
+    width = 0.8 / len(variants)
     for k, v in enumerate(variants):
         meds, lo, hi = [], [], []
         for p in report["phases"]:
@@ -321,11 +355,11 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
             meds.append(m)
             lo.append(m - (d["ci95"][0] if d else m))
             hi.append((d["ci95"][1] if d else m) - m)
-        xs = [i + (k - 1.5) * width for i in range(len(names))]
+        xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(names))]
         bx.bar(xs, meds, width, yerr=[lo, hi], capsize=2, color=colors[v], label=v)
     bx.set_xticks(range(len(names)), names, fontsize=8)
     bx.set_ylabel("seconds (median, 95% CI)")
-    bx.legend(fontsize=7, ncol=4)
+    bx.legend(fontsize=7, ncol=len(variants))
     totals = ", ".join(f"{v} {report['variants'][v]['median_s']:.2f} s" for v in variants
                        if report["variants"][v].get("median_s") is not None)
     bx.set_title(f"per-phase time; totals: {totals}", fontsize=9)
@@ -397,7 +431,9 @@ class _Display:
         times = " ".join(f"{p.seconds:6.2f}" for p in run.phases)
         ok = "correct" if run.correct else "[red]WRONG[/]"
         self.console.print(f"  {self.label:>20}: {times}  total {run.seconds:6.2f} s  {ok}"
-                           + (f"  ({len(run.transitions)} transitions)" if run.variant == "adaptive" else ""))
+                           + (f"  ({len(run.transitions)} transitions)" if run.variant in ("adaptive", "hybrid") else "")
+                           + (f"  ({sum(d['compress'] for d in run.decisions)} of {len(run.decisions)} panels "
+                              "compressed)" if run.decisions else ""))
 
 
 def _print_summary(console: Any, report: dict[str, Any]) -> None:
@@ -406,18 +442,19 @@ def _print_summary(console: Any, report: dict[str, Any]) -> None:
 
     v = report["variants"]
     sp = report["speedups"]
-    table = Table(title="Total time of the four phases (median of the measured rounds)")
+    names = [n for n in (*wl.ALL_VARIANTS, wl.ORACLE) if n in v]
+    table = Table(title="Total time of the phases (median of the measured rounds)")
     for col in ("variant", "median", "95% CI", "vs static-on", "vs static-off", "correct"):
         table.add_column(col, justify="right" if col != "variant" else "left")
-    for name in ("adaptive", "static-on", "static-off", "oracle"):
+    for name in names:
         d = v[name]
         cells = []
         for base in ("static-on", "static-off"):
             if name == base:
                 cells.append("(base)")
                 continue
-            if name == "adaptive" and f"adaptive_vs_{base}" in sp:
-                s = sp[f"adaptive_vs_{base}"]
+            if f"{name}_vs_{base}" in sp:
+                s = sp[f"{name}_vs_{base}"]
                 cells.append(f"{s['paired_ratio']:.2f}x [{s['paired_ci95'][0]:.2f}, {s['paired_ci95'][1]:.2f}]"
                              f" of {v[base]['median_s']:.2f} s")
             else:
@@ -425,13 +462,18 @@ def _print_summary(console: Any, report: dict[str, Any]) -> None:
         table.add_row(name, f"{d['median_s']:.3f} s", f"[{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]",
                       *cells, "yes" if d["correct"] else "[red]NO[/]")
     console.print(table)
-    ptable = Table(title="Per phase (median seconds; oracle = the better static setting)")
-    for col in ("phase", "adaptive", "static-on", "static-off", "oracle picks", "max transitions"):
+    ran = [n for n in names if n != wl.ORACLE]
+    ptable = Table(title="Per phase (median seconds; oracle = the better static setting; "
+                         "per-task rules: share of panels compressed)")
+    for col in ("phase", *ran, "oracle picks", "max transitions"):
         ptable.add_column(col, justify="right" if col != "phase" else "left")
     for p in report["phases"]:
         pv = p["variants"]
-        ptable.add_row(p["name"], *(f"{pv[x]['median_s']:.3f}" for x in ("adaptive", "static-on", "static-off")),
-                       p["oracle_choice"], str(p["max_transitions"]))
+        cells = []
+        for x in ran:
+            share = p.get("compressed_share", {}).get(x)
+            cells.append(f"{pv[x]['median_s']:.3f}" + (f" ({share:.0%})" if share is not None else ""))
+        ptable.add_row(p["name"], *cells, p["oracle_choice"], str(p["max_transitions"]))
     console.print(ptable)
     tg = report["targets"]
     a = tg["adaptive_vs_best_static"]
@@ -454,6 +496,10 @@ def _print_summary(console: Any, report: dict[str, Any]) -> None:
     for name, x in d["variants"].items():
         console.print(f"         {name} loses {x['loss']:+.0%} in {x['worst_phase']} (target >= "
                       f"{d['target']:.0%}) -- {mark(x['met'])}")
+    e = tg.get("adaptive_vs_per_task")
+    if e:
+        console.print(f"         adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
+                      f"{e['target']} -- {mark(e['met'])}")
     for w in report["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(w)}")
 
@@ -471,6 +517,7 @@ def run_demo(
     json_path: str | os.PathLike | None = "asafe-demo.json",
     console: Any = None,
     phases: Sequence[wl.Phase] | None = None,
+    variants: Sequence[str] | str = wl.VARIANTS,
 ) -> dict[str, Any]:
     """Run the demo and return its report (also written to ``json_path``, drawn to ``plot``).
 
@@ -491,6 +538,10 @@ def run_demo(
     console : rich.console.Console, optional
     phases : sequence of Phase, optional
         Instead of the named size.
+    variants : sequence of str or str, optional
+        The variants to run (default :data:`asafe.app.workload.VARIANTS`; ``hybrid``
+        too with :data:`~asafe.app.workload.ALL_VARIANTS`); ``static-on`` and
+        ``static-off`` are always needed (the oracle is made of them).
     """
     from rich.console import Console
 
@@ -514,7 +565,11 @@ def run_demo(
             if not parent.is_dir():
                 raise DemoError(f"cannot write {target}: the folder {parent} does not exist")
 
-    console.print(f"[bold]asafe demo[/]: {len(phases)} phases x {len(wl.VARIANTS)} variants, "
+    try:
+        variants = wl.check_variants(variants)
+    except ValueError as exc:
+        raise DemoError(f"--variants: {exc}") from None
+    console.print(f"[bold]asafe demo[/]: {len(phases)} phases x {len(variants)} variants ({', '.join(variants)}), "
                   f"{repetitions} interleaved rounds (size {size})")
     console.print(f"  adaptive: Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}) on the "
                   f"measured compute/communication ratio, window {thresholds.window} measurements, "
@@ -546,7 +601,7 @@ def run_demo(
         with display:
             cmp = wl.compare(client, phases, repetitions=repetitions, thresholds=thresholds, workers=names,
                              expected=expected, on_run=display.start_run, on_step=display.step,
-                             on_done=display.done)
+                             on_done=display.done, variants=variants)
     report = build_report(cmp, env=env, timing=timing, size=size)
     _print_summary(console, report)
     if json_path is not None:

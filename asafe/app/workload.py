@@ -104,6 +104,9 @@ __all__ = [
     "panel_bounds",
     "placement_plan",
     "VARIANTS",
+    "ALL_VARIANTS",
+    "RULES",
+    "check_variants",
     "ORACLE",
     "VariantRun",
     "Comparison",
@@ -464,15 +467,19 @@ def clear_cache() -> int:
 
 # --------------------------------------------------------------------------- tasks
 @typed(COMPUTE)
-def produce_panel(source: PhaseMatrix, first_row: int, stop_row: int, compress: bool | None = None) -> Any:
+def produce_panel(source: PhaseMatrix, first_row: int, stop_row: int, compress: Any = None) -> Any:
     """Make tile rows ``[first_row, stop_row)`` and emit them as a TiledMatrix.
 
     ``compress=None`` asks ``asafe.is_on("compression")`` (the adaptive run);
-    ``True``/``False`` force a static setting.
+    ``True``/``False`` force a static setting; a :class:`~asafe.app.pertask.PerTask`
+    rule decides for this panel from its own costs (the ``per-task`` and
+    ``hybrid`` runs).
     """
     from ..compression import TiledMatrix
 
     dense = source.slab(first_row, stop_row)
+    if callable(compress):
+        compress = bool(compress(dense, source.tile, source.threshold))
     return TiledMatrix.from_dense(dense, source.tile, threshold=source.threshold, compress=compress)
 
 
@@ -487,7 +494,7 @@ def multiply_panel(panel: Any, X: np.ndarray) -> np.ndarray:
 
 @typed(COMPUTE)
 def produce_and_multiply(source: PhaseMatrix, first_row: int, stop_row: int, X: np.ndarray,
-                         compress: bool | None = None) -> np.ndarray:
+                         compress: Any = None) -> np.ndarray:
     """A local panel: produced and used once in the same task, never stored or shipped."""
     return multiply_panel(produce_panel(source, first_row, stop_row, compress), X)
 
@@ -619,6 +626,21 @@ def _map(client: Any, func: Callable, args: list[tuple], keys: list[str], worker
     return futures
 
 
+RULES = ("per-task", "hybrid")
+
+
+def _per_panel(compress: Any, phase: Phase, plan: list[tuple[str, str]]) -> list[Any]:
+    """The ``compress`` argument of every panel's producer (a rule per panel for ``per-task``/``hybrid``)."""
+    if compress not in RULES:
+        if compress is not None and not isinstance(compress, bool):
+            raise ValueError(f"compress must be True, False, None or one of {RULES}, got {compress!r}")
+        return [compress] * len(plan)
+    from .pertask import PerTask
+
+    return [PerTask(reads=phase.vectors, remote=producer != consumer, prior=compress == "hybrid")
+            for producer, consumer in plan]
+
+
 def run_phase(
     client: Any,
     phase: Phase,
@@ -631,9 +653,13 @@ def run_phase(
 
     Parameters
     ----------
-    compress : bool or None
+    compress : bool, None, "per-task" or "hybrid"
         ``None``: the producers ask ``asafe.is_on("compression")`` (install a
-        runtime first); ``True``/``False``: a static setting.
+        runtime first); ``True``/``False``: a static setting; ``"per-task"``:
+        each panel is decided by :class:`~asafe.app.pertask.PerTask` from its
+        reuse, whether its consumer is pinned to another worker, a sample of its
+        tiles and calibrated costs; ``"hybrid"``: the same rule with the global
+        mode as a prior (install a runtime first).
     workers : list of str, optional
         Worker addresses (default: all, sorted).
     on_step : callable(step, steps), optional
@@ -655,6 +681,7 @@ def run_phase(
     plan = placement_plan(phase.placement, len(bounds), workers)
     producers = [p for p, _ in plan]
     consumers = [c for _, c in plan]
+    per_panel = _per_panel(compress, phase, plan)
     token = uuid.uuid4().hex
     step_seconds: list[float] = []
     start_wall = time.time()
@@ -665,10 +692,10 @@ def run_phase(
         if phase.placement == "local":
             # made and used once where it is made: one task per panel
             panels = []
-            parts = _map(client, produce_and_multiply, [(source, lo, hi, x, compress) for lo, hi in bounds],
+            parts = _map(client, produce_and_multiply, [(source, lo, hi, x, c) for (lo, hi), c in zip(bounds, per_panel)],
                          [f"asafe-local-{token}-{step}-{i}" for i in range(len(bounds))], producers)
         else:
-            panels = _map(client, produce_panel, [(source, lo, hi, compress) for lo, hi in bounds],
+            panels = _map(client, produce_panel, [(source, lo, hi, c) for (lo, hi), c in zip(bounds, per_panel)],
                           [f"asafe-produce-{token}-{step}-{i}" for i in range(len(bounds))], producers)
             # multiplies first on a worker (higher priority): a panel is consumed as
             # soon as it is there, so produced and shipped panels do not pile up
@@ -766,10 +793,17 @@ def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool 
 
 
 # --------------------------------------------------------------------------- comparing the variants
-VARIANTS = ("adaptive", "static-on", "static-off")
+#: The variants measured by default: asafe's global mode, the per-task cost rule
+#: (:mod:`asafe.app.pertask`, the strongest alternative design) and the static settings.
+VARIANTS = ("adaptive", "per-task", "static-on", "static-off")
+#: Every variant that can be run: the default ones and ``hybrid`` (the global mode
+#: as a prior, the per-task payoff as evidence).
+ALL_VARIANTS = ("adaptive", "per-task", "hybrid", "static-on", "static-off")
 #: The variant that is not run: the best static setting per phase, chosen after the fact.
 ORACLE = "oracle"
-_COMPRESS = {"adaptive": None, "static-on": True, "static-off": False}
+_COMPRESS = {"adaptive": None, "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
+#: Variants that install asafe's runtime.
+_INSTALLED = ("adaptive", "hybrid")
 
 
 @dataclass
@@ -783,6 +817,7 @@ class VariantRun:
     timeline: list[tuple[float, float]] = field(default_factory=list)  #: (time.time(), ratio)
     states: list[tuple[float, bool]] = field(default_factory=list)  #: (time.time(), compression state)
     warmup: bool = False
+    decisions: list[dict[str, Any]] = field(default_factory=list)  #: per-task rules' decisions, by time
 
     @property
     def seconds(self) -> float:
@@ -827,9 +862,13 @@ def run_variant(
     :class:`~asafe.schedulers.distributed.RuntimeHandle` of the adaptive run, else ``None``.
     """
     if variant not in _COMPRESS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        raise ValueError(f"variant must be one of {ALL_VARIANTS}, got {variant!r}")
     handle = None
-    if variant == "adaptive":
+    if variant in RULES:
+        from .pertask import drain
+
+        client.run(drain)  # a previous run's leftovers
+    if variant in _INSTALLED:
         from ..schedulers.distributed import install
 
         handle = install(client, adaptive_runtime(thresholds))
@@ -841,6 +880,9 @@ def run_variant(
         runs = run_workload(client, phases, _COMPRESS[variant], workers=workers, on_step=callback,
                             expected=expected)
         result = VariantRun(variant, repetition, runs)
+        if variant in RULES:
+            logged = client.run(drain)
+            result.decisions = sorted((d for ds in logged.values() for d in ds), key=lambda d: d["time"])
         if handle is not None:
             data = handle.info("history", "timeline")
             history = handle.history
@@ -848,7 +890,7 @@ def run_variant(
             result.timeline = [(when, _ratio(shares)) for when, shares, _ in data["timeline"]]
             result.states = [(runs[0].start, False)] + [(t.time, t.new) for t in history]
         else:
-            result.states = [(runs[0].start, bool(_COMPRESS[variant]))] if runs else []
+            result.states = [(runs[0].start, bool(_COMPRESS[variant]))] if runs and variant not in RULES else []
         return result
     finally:
         if handle is not None:
@@ -870,6 +912,7 @@ class Comparison:
     runs: list[VariantRun]
     warmup: list[VariantRun]
     warmup_seconds: dict[str, float]
+    variants: tuple[str, ...] = VARIANTS  #: the variants that ran, in their first round's order
 
     def samples(self, variant: str) -> list[list[float]]:
         """Per-phase seconds of every measured run of ``variant`` (oracle included), by repetition."""
@@ -905,6 +948,24 @@ class Comparison:
         return [f"{r.variant} (repetition {r.repetition}): {p.error}"
                 for r in self.runs + self.warmup for p in r.phases if p.correct is False]
 
+    def compressed_share(self, variant: str) -> list[float | None]:
+        """Per phase, the fraction of the panels that ``variant``'s per-task rule compressed (measured runs).
+
+        ``None`` for a phase without logged decisions (a variant that is not a rule).
+        """
+        made = [0] * len(self.phases)
+        compressed = [0] * len(self.phases)
+        for run in self.runs:
+            if run.variant != variant:
+                continue
+            for d in run.decisions:
+                for i, p in enumerate(run.phases):
+                    if p.start <= d["time"] <= p.stop:
+                        made[i] += 1
+                        compressed[i] += bool(d["compress"])
+                        break
+        return [c / m if m else None for c, m in zip(compressed, made)]
+
     def transitions_per_phase(self) -> list[int]:
         """Most transitions any adaptive run made within each phase."""
         worst = [0] * len(self.phases)
@@ -931,8 +992,9 @@ def compare(
     on_run: Callable[[str, int, bool], None] | None = None,
     on_step: Callable[[int, int, int, Any], None] | None = None,
     on_done: Callable[[VariantRun], None] | None = None,
+    variants: Sequence[str] = VARIANTS,
 ) -> Comparison:
-    """Measure ``adaptive``, ``static-on`` and ``static-off`` interleaved on the same inputs.
+    """Measure ``variants`` (default :data:`VARIANTS`) interleaved on the same inputs.
 
     One warm-up run of each variant comes first (numba compilation, matrix
     generation on every worker, first touch: timed and reported apart, never a
@@ -948,6 +1010,7 @@ def compare(
 
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions!r}")
+    variants = check_variants(variants)
     phases = list(phases)
     if expected is None:
         expected = [reference(p) for p in phases]
@@ -956,7 +1019,7 @@ def compare(
     warm: list[VariantRun] = []
     warm_seconds: dict[str, float] = {}
     if warmup:
-        for variant in VARIANTS:
+        for variant in variants:
             if on_run is not None:
                 on_run(variant, -1, True)
             t0 = time.perf_counter()
@@ -967,7 +1030,7 @@ def compare(
             if on_done is not None:
                 on_done(run)
     runs: list[VariantRun] = []
-    for rep, order in enumerate(rotations(VARIANTS, repetitions)):
+    for rep, order in enumerate(rotations(variants, repetitions)):
         for variant in order:
             if on_run is not None:
                 on_run(variant, rep, False)
@@ -975,7 +1038,32 @@ def compare(
             runs.append(run)
             if on_done is not None:
                 on_done(run)
-    return Comparison(phases, thresholds, runs, warm, warm_seconds)
+    return Comparison(phases, thresholds, runs, warm, warm_seconds, variants)
+
+
+def check_variants(variants: Sequence[str] | str) -> tuple[str, ...]:
+    """The variants to measure, checked: known names, no repeats, both static settings (the oracle's).
+
+    Examples
+    --------
+    >>> check_variants("adaptive,hybrid,static-on,static-off")
+    ('adaptive', 'hybrid', 'static-on', 'static-off')
+    >>> check_variants(["adaptive", "static-on"])
+    Traceback (most recent call last):
+    ...
+    ValueError: variants must include static-on and static-off (the oracle is made of them), got ('adaptive', 'static-on')
+    """
+    if isinstance(variants, str):
+        variants = [v.strip() for v in variants.split(",") if v.strip()]
+    variants = tuple(variants)
+    unknown = [v for v in variants if v not in ALL_VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; allowed: {', '.join(ALL_VARIANTS)}")
+    if len(set(variants)) != len(variants):
+        raise ValueError(f"a variant is named twice in {variants}")
+    if "static-on" not in variants or "static-off" not in variants:
+        raise ValueError(f"variants must include static-on and static-off (the oracle is made of them), got {variants}")
+    return variants
 
 
 class Pinned(EfficiencyDomain):

@@ -1,0 +1,120 @@
+"""The per-task cost rule (asafe.app.pertask): its sample, its costs and its decisions on real panels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asafe.app import pertask
+from asafe.app import workload as wl
+from asafe.compression import CostModel, TiledMatrix
+
+
+def _panel(phase, index=0):
+    source = phase.source()
+    lo, hi = wl.panel_bounds(phase.grid, phase.panels)[index]
+    return source.slab(lo, hi).copy(), source
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 70), cols=st.integers(1, 70), tile=st.integers(1, 32),
+       density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_a_sample_of_every_row_is_the_exact_tile_content(rows, cols, tile, density, seed):
+    D = np.where(np.random.default_rng(seed).random((rows, cols)) < density, 1.0, 0.0)
+    est = pertask.estimate(D, tile, threshold=CostModel(reuse=2), stride=1)
+    summary = TiledMatrix.from_dense(D, tile, threshold=CostModel(reuse=2), compress=True).tile_summary()
+    assert est.elements == rows * cols
+    assert est.kept_elements + est.candidate_elements <= rows * cols
+    # with every row read, the estimate's tiles are the engine's: sparse ones and dense ones (all stored)
+    assert est.candidate_nnz == pytest.approx(summary["sparse"]["nnz"])
+    assert est.kept_elements == pytest.approx(summary["dense"]["nnz"])
+
+
+def test_the_sample_reads_one_row_in_stride():
+    D = np.zeros((256, 512))
+    D[:, ::16] = 1.0  # every row alike: the sample is exact
+    D[::8, :] = 0.0  # ... except that the sampled rows (0, 8, ...) are empty
+    est = pertask.estimate(D, 128, threshold=None, stride=8)
+    assert est.candidate_nnz == 0 and est.kept_elements == 0  # it saw only the sampled rows
+    D[::8, :] = D[1]
+    est = pertask.estimate(D, 128, threshold=None, stride=8)
+    assert est.candidate_nnz == pytest.approx(np.count_nonzero(D))
+
+
+def test_costs_are_positive_and_calibrated_once():
+    first = pertask.calibrate()
+    assert pertask.calibrate() is first
+    for name, value in first.as_dict().items():
+        assert np.isfinite(value) and value >= 0.0, name
+    assert first.copy > 0 and first.dense > 0 and first.count > 0
+
+
+@pytest.mark.parametrize("phase, remote, expected", [
+    # Graph500 panels shipped to another worker: 8 bytes per element against a few per non-zero
+    (wl.PHASES[0].scaled(scale=10, panels=4), True, True),
+    # 30%-full blocks made and read once on the same worker: the inspection and conversion do not pay
+    (wl.PHASES[1].scaled(scale=10, panels=4), False, False),
+    # sparse panels kept local but read for 16 vectors: compression pays by reuse alone
+    (wl.HELD_OUT_PHASES[0].scaled(scale=10, panels=4), False, True),
+])
+def test_decisions_on_the_workload_panels(phase, remote, expected):
+    dense, source = _panel(phase)
+    assert pertask.decide(dense, source.tile, source.threshold, reads=phase.vectors, remote=remote,
+                          bandwidth=1.2e8) is expected
+
+
+def test_a_faster_link_makes_shipping_uncompressed_cheaper():
+    dense, source = _panel(wl.PHASES[0].scaled(scale=10, panels=4))
+    est = pertask.estimate(dense, source.tile, source.threshold)
+    costs = pertask.calibrate()
+    slow = pertask.seconds(est, costs, reads=1, remote=True, bandwidth=1e8)
+    fast = pertask.seconds(est, costs, reads=1, remote=True, bandwidth=1e10)
+    assert slow[1] - slow[0] > fast[1] - fast[0] > -1.0
+
+
+def test_rule_logs_each_decision_and_the_producer_uses_it():
+    pertask.drain()
+    phase = wl.PHASES[0].scaled(scale=10, panels=4)
+    source = phase.source()
+    lo, hi = wl.panel_bounds(phase.grid, phase.panels)[0]
+    panel = wl.produce_panel(source, lo, hi, pertask.PerTask(reads=1, remote=True))
+    assert panel.tile_summary()["sparse"]["tiles"] > 0  # compressed
+    panel = wl.produce_panel(source, lo, hi, pertask.PerTask(reads=1, remote=False))
+    logged = pertask.drain()
+    assert [d["compress"] for d in logged] == [True, panel.tile_summary()["sparse"]["tiles"] > 0]
+    assert all(d["why"] == "payoff" and d["on_s"] >= 0 and d["off_s"] >= 0 for d in logged)
+    assert pertask.drain() == []
+
+
+def test_hybrid_takes_the_mode_first():
+    dense = np.ones((128, 128))
+    rule = pertask.PerTask(reads=1, remote=False, prior=True)
+    pertask.drain()
+    assert rule(dense, 64, None) is False  # no runtime: the mode is off, and a full panel does not pay
+    from asafe.schedulers import board
+
+    saved = board.snapshot()
+    board.publish({"compression": True})
+    try:
+        assert rule(dense, 64, None) is True
+    finally:
+        board.restore(saved)
+    assert [d["why"] for d in pertask.drain()] == ["payoff", "mode"]
+
+
+@pytest.mark.parametrize("reads", [0, -1, 1.5, True, "2"])
+def test_bad_reads_are_refused(reads):
+    with pytest.raises(ValueError, match="reads must be an integer >= 1"):
+        pertask.PerTask(reads=reads, remote=False)
+
+
+def test_variants_are_checked():
+    assert wl.check_variants("adaptive, per-task,static-on,static-off") == (
+        "adaptive", "per-task", "static-on", "static-off")
+    with pytest.raises(ValueError, match="unknown variant"):
+        wl.check_variants(["adaptive", "greedy", "static-on", "static-off"])
+    with pytest.raises(ValueError, match="named twice"):
+        wl.check_variants(["static-on", "static-on", "static-off"])
+    with pytest.raises(ValueError, match="compress must be"):
+        wl._per_panel("sometimes", wl.TEST_PHASES[0], [("a", "b")])
