@@ -212,17 +212,13 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
                      "95% CI": f"[{format_seconds(m.ci95[0])}, {format_seconds(m.ci95[1])}]",
                      "correct": cmp.correct(v), "per phase": " ".join(f"{x:.3f}" for x in cmp.phase_medians(v))})
     print(format_table(rows, ["variant", "median", "95% CI", "correct", "per phase"]))
-    speedups = {}
-    for new in ("adaptive", "hybrid", "per-task"):
-        if new not in totals:
-            continue
-        for base in (*cmp.variants, wl.ORACLE):
-            if base == new or f"{base}_vs_{new}" in speedups:
-                continue
-            s = speedup(totals[base], totals[new])
-            speedups[f"{new}_vs_{base}"] = s
-            print(f"  {new} vs {base}: {s}")
     report = demo.build_report(cmp, env={}, timing={}, size=name)
+    speedups = {}
+    for key, paired in report["speedups"].items():
+        speedups[key] = speedup(totals[paired["base"]], totals[paired["new"]])
+        low, high = paired["paired_ci95"]
+        print(f"  {paired['new']} vs {paired['base']}: {paired['paired_ratio']:.3f}x [{low:.3f}, {high:.3f}] "
+              f"(paired ratio, 95% CI; medians {paired['base_median_s']:.3f} s and {paired['new_median_s']:.3f} s)")
     targets = report["targets"]
     best, oracle = targets["adaptive_vs_best_static"], targets["adaptive_vs_oracle"]
     print(f"  targets (paired ratios): adaptive {best['speedup']:.3f}x {best['ci95']} the better static "

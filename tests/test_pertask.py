@@ -87,20 +87,32 @@ def test_rule_logs_each_decision_and_the_producer_uses_it():
     assert pertask.drain() == []
 
 
-def test_hybrid_takes_the_mode_first():
-    dense = np.ones((128, 128))
-    rule = pertask.PerTask(reads=1, remote=False, prior=True)
-    pertask.drain()
-    assert rule(dense, 64, None) is False  # no runtime: the mode is off, and a full panel does not pay
+@pytest.mark.parametrize("on, off, mode_on, expected", [
+    (1.0, 2.0, False, (True, "payoff")), (2.0, 1.0, True, (False, "payoff")),
+    (1.0, 1.2, False, (False, "mode")), (1.2, 1.0, True, (True, "mode")),
+])
+def test_hybrid_takes_the_mode_on_close_calls_only(on, off, mode_on, expected):
+    assert pertask.hybrid(on, off, mode_on, margin=1.25) == expected
+
+
+def test_hybrid_rule_reads_the_mode():
     from asafe.schedulers import board
 
+    pertask.drain()
+    phase = wl.PHASES[0].scaled(scale=10, panels=4)
+    dense, source = _panel(phase)
+    rule = pertask.PerTask(reads=1, remote=True, prior=True)
     saved = board.snapshot()
-    board.publish({"compression": True})
     try:
-        assert rule(dense, 64, None) is True
+        for state in (False, True):
+            board.publish({"compression": state})
+            rule(dense, source.tile, source.threshold)
     finally:
         board.restore(saved)
-    assert [d["why"] for d in pertask.drain()] == ["payoff", "mode"]
+    logged = pertask.drain()
+    for d, state in zip(logged, (False, True)):
+        expected = pertask.hybrid(d["on_s"], d["off_s"], state)
+        assert (d["compress"], d["why"]) == expected
 
 
 @pytest.mark.parametrize("reads", [0, -1, 1.5, True, "2"])

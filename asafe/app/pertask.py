@@ -37,10 +37,12 @@ and the panel is compressed when ``on < off``. Each tile's form, once
 compression is on, is the engine's cost model's as for every variant.
 
 *Hybrid* (``PerTask(..., prior=True)``): the global mode is the prior and the
-panel's own payoff the evidence. A panel is compressed when
-``asafe.is_on("compression")`` says so (the mode saw the phase coming, from the
-scheduled graph), and otherwise when the per-task rule finds that compression
-pays on this panel alone (reuse that the mode cannot see).
+panel's own payoff the evidence (:func:`hybrid`). Where the evidence is strong
+-- one form expected at least :data:`MARGIN` times cheaper than the other --
+it decides; where the two costs are within that margin, where calibrated
+constants and a sample are least to be trusted, ``asafe.is_on("compression")``
+does (the mode saw the phase coming from the scheduled graph, and it measures
+what the calibration cannot: load, contention, the optimization's own effect).
 
 Every decision is logged in the producing process (:func:`drain`), so a run can
 show which panels each rule compressed and when.
@@ -54,10 +56,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Costs", "PerTask", "Estimate", "calibrate", "estimate", "decide", "drain"]
+__all__ = ["Costs", "PerTask", "Estimate", "calibrate", "estimate", "decide", "hybrid", "seconds", "drain"]
 
 #: Sampled rows: every ``STRIDE``-th row of a panel is read to estimate its tiles.
 STRIDE = 8
+#: Hybrid: the per-task evidence overrides the mode when one form is expected
+#: this many times cheaper than the other.
+MARGIN = 1.25
 
 
 @dataclass(frozen=True)
@@ -119,18 +124,35 @@ class PerTask:
 
     def __call__(self, dense: np.ndarray, tile: int, threshold: Any) -> bool:
         """Compress this panel? (Logs the decision; see :func:`drain`.)"""
+        est = estimate(dense, tile, threshold)
+        on, off = seconds(est, calibrate(), self.reads, self.remote, _bandwidth())
         if self.prior:
             from ..schedulers.board import is_on
 
-            if is_on("compression"):
-                _log(self, True, "mode", None, None)
-                return True
-        est = estimate(dense, tile, threshold)
-        bandwidth = _bandwidth()
-        on, off = seconds(est, calibrate(), self.reads, self.remote, bandwidth)
-        compress = on < off
-        _log(self, compress, "payoff", on, off)
+            compress, why = hybrid(on, off, is_on("compression"))
+        else:
+            compress, why = on < off, "payoff"
+        _log(self, compress, why, on, off)
         return compress
+
+
+def hybrid(on: float, off: float, mode_on: bool, margin: float = MARGIN) -> tuple[bool, str]:
+    """``(compress, why)``: the panel's payoff where it is clear, the global mode where it is not.
+
+    Examples
+    --------
+    >>> hybrid(on=1.0, off=3.0, mode_on=False)   # compression clearly pays: the evidence wins
+    (True, 'payoff')
+    >>> hybrid(on=3.0, off=1.0, mode_on=True)    # clearly does not
+    (False, 'payoff')
+    >>> hybrid(on=1.0, off=1.1, mode_on=False)   # a close call: the mode decides
+    (False, 'mode')
+    """
+    if on * margin <= off:
+        return True, "payoff"
+    if off * margin <= on:
+        return False, "payoff"
+    return bool(mode_on), "mode"
 
 
 def seconds(est: Estimate, costs: Costs, reads: int, remote: bool, bandwidth: float) -> tuple[float, float]:
