@@ -118,6 +118,12 @@ def test_targets_and_speedups_are_reported(report):
     # test phases: panels shipped between workers are compressed, local single-use dense-ish ones are not
     by_name = {p["name"]: p["compressed_share"]["per-task"] for p in data["phases"]}
     assert by_name["shipped-sparse"] == 1.0 and by_name["local-denseish"] == 0.0
+    # the figure's decisions over time: every panel of the per-task rule's median run
+    rule = data["rule_decisions"]["per-task"]
+    panels = sum(p.steps * min(p.panels, p.grid) for p in wl.TEST_PHASES)
+    assert len(rule["decisions"]) == panels
+    for phase, since, compress, why in rule["decisions"]:
+        assert 0 <= phase < len(wl.TEST_PHASES) and since >= 0 and isinstance(compress, bool) and why == "payoff"
     run = data["figure_run"]
     assert run["timeline"] and [p["name"] for p in run["phases"]] == [p.name for p in wl.TEST_PHASES]
 

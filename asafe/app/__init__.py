@@ -5,6 +5,8 @@
   JSON result and a figure;
 * :mod:`~asafe.app.workload` -- the demo's phased Graph500 workload on a
   LocalCluster, shared with the ``phased`` benchmark suite;
+* :mod:`~asafe.app.pertask` -- the per-task cost rule, the baseline the global
+  mode is measured against (and the hybrid of the two);
 * :mod:`~asafe.app.stats` -- the one statistics module (medians,
   order-statistic intervals, paired ratios, stop rule, environment capture) of
   the demo and of every benchmark suite.

@@ -6,7 +6,9 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
 
 ``adaptive``
     asafe's runtime with ``Hysteresis(alpha, beta)`` on the compute/communication
-    ratio switches compression while the run goes on (a fresh runtime per run);
+    ratio switches compression while the run goes on (a fresh runtime per run;
+    what the scheduler learned per key prefix, the output sizes its forecast
+    plans with, stays with the scheduler as Dask's per-prefix durations do);
 ``per-task``
     no global mode: each panel is decided when it is produced by the per-task
     cost rule (:mod:`asafe.app.pertask`: its reuse, whether its consumer is on
@@ -203,6 +205,20 @@ def _median_run(cmp: wl.Comparison, variant: str = "adaptive") -> wl.VariantRun 
     return runs[(len(runs) - 1) // 2] if runs else None
 
 
+def _decisions(cmp: wl.Comparison, variant: str) -> dict[str, Any] | None:
+    """The decisions of ``variant``'s median run: ``[phase index, seconds since the phase's start, compress, why]``."""
+    run = _median_run(cmp, variant)
+    if run is None:
+        return None
+    out = []
+    for d in run.decisions:
+        for i, p in enumerate(run.phases):
+            if p.start <= d["time"] <= p.stop:
+                out.append([i, d["time"] - p.start, bool(d["compress"]), d["why"]])
+                break
+    return {"repetition": run.repetition, "decisions": out}
+
+
 def _json_float(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)
@@ -285,6 +301,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
             "timeline": [[t - shown.start, r] for t, r in shown.timeline],
             "states": [[t - shown.start, s] for t, s in shown.states],
         },
+        "rule_decisions": {v: _decisions(cmp, v) for v in cmp.variants if v in wl.RULES},
         "warnings": warnings,
     }
     return _json_float(report)
@@ -330,6 +347,18 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
             ax.axvline(t1, color="tab:green" if now else "tab:red", lw=0.9, ls=":")
             ax.text(t1, cap_lo * 3, f" {'on' if now else 'off'} +{(t1 - began) * 1000:.0f} ms",
                     rotation=90, va="bottom", ha="left", fontsize=7, color="tab:green" if now else "tab:red")
+        # the per-task rules' decisions (their median run), placed by their time since
+        # their phase's start on this run's phases: where the two kinds of decision differ
+        for k, (variant, rule) in enumerate(sorted((report.get("rule_decisions") or {}).items())):
+            if not rule:
+                continue
+            y = 10 ** (3.4 - 0.45 * k)
+            for compress, color in ((True, "tab:green"), (False, "tab:red")):
+                xs = [run["phases"][i]["start_s"] + since for i, since, c, _ in rule["decisions"]
+                      if c is compress and i < len(run["phases"])]
+                if xs:
+                    ax.scatter(xs, [y] * len(xs), marker="|", s=30, color=color, lw=0.8)
+            ax.text(end, y, f" {variant}", va="center", ha="left", fontsize=7)
         ax.set_yscale("log")
         ax.set_ylim(cap_lo, cap_hi * 3)
         ax.set_xlim(0, end)
@@ -341,8 +370,12 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
         handles.append(Patch(color="tab:green", alpha=0.12))
         labels.append("compression on")
         ax.legend(handles, labels, loc="lower right", fontsize=7)
-        ax.set_title(f"adaptive run (repetition {run['repetition']}, the median one); each switch "
-                     f"is marked with its delay after its phase's start", fontsize=9)
+        title = (f"adaptive run (repetition {run['repetition']}, the median one); each switch is marked with "
+                 f"its delay after its phase's start")
+        if report.get("rule_decisions"):
+            title += ("\nticks at the top: each per-task rule's panel decisions in its median run "
+                      "(green: compressed), by time since their phase's start")
+        ax.set_title(title, fontsize=8)
     names = [p["name"] for p in report["phases"]]
     variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
     colors = {"adaptive": "tab:blue", "per-task": "tab:purple", "hybrid": "tab:cyan", "static-on": "tab:green",
