@@ -50,7 +50,7 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
 
 
 @main.command()
-@click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: about 2 minutes on 2 cores.")
+@click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: a few minutes on 2 cores.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=2),
               help="Worker processes of the embedded LocalCluster (panels are shipped between them).")
 @click.option("--threads-per-worker", default=1, show_default=True, type=click.IntRange(min=1),

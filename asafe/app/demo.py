@@ -465,7 +465,7 @@ class _Display:
         times = " ".join(f"{p.seconds:6.2f}" for p in run.phases)
         ok = "correct" if run.correct else "[red]WRONG[/]"
         self.console.print(f"  {self.label:>20}: {times}  total {run.seconds:6.2f} s  {ok}"
-                           + (f"  ({len(run.transitions)} transitions)" if run.variant in ("adaptive", "hybrid") else "")
+                           + (f"  ({len(run.transitions)} transitions)" if run.variant in wl.INSTALLED else "")
                            + (f"  ({sum(d['compress'] for d in run.decisions)} of {len(run.decisions)} panels "
                               "compressed)" if run.decisions else ""))
 

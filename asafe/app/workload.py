@@ -692,7 +692,8 @@ def run_phase(
         if phase.placement == "local":
             # made and used once where it is made: one task per panel
             panels = []
-            parts = _map(client, produce_and_multiply, [(source, lo, hi, x, c) for (lo, hi), c in zip(bounds, per_panel)],
+            parts = _map(client, produce_and_multiply,
+                         [(source, lo, hi, x, c) for (lo, hi), c in zip(bounds, per_panel)],
                          [f"asafe-local-{token}-{step}-{i}" for i in range(len(bounds))], producers)
         else:
             panels = _map(client, produce_panel, [(source, lo, hi, c) for (lo, hi), c in zip(bounds, per_panel)],
@@ -803,7 +804,7 @@ ALL_VARIANTS = ("adaptive", "per-task", "hybrid", "static-on", "static-off")
 ORACLE = "oracle"
 _COMPRESS = {"adaptive": None, "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
 #: Variants that install asafe's runtime.
-_INSTALLED = ("adaptive", "hybrid")
+INSTALLED = ("adaptive", "hybrid")
 
 
 @dataclass
@@ -868,7 +869,7 @@ def run_variant(
         from .pertask import drain
 
         client.run(drain)  # a previous run's leftovers
-    if variant in _INSTALLED:
+    if variant in INSTALLED:
         from ..schedulers.distributed import install
 
         handle = install(client, adaptive_runtime(thresholds))
