@@ -156,6 +156,7 @@ __all__ = [
     "AdaptiveWorkerPlugin",
     "PluginError",
     "output_nbytes",
+    "prefix_memory",
     "uncompressed_seconds",
 ]
 
