@@ -49,6 +49,7 @@ Output: console tables and ``<out>/darray/results.json``.
 from __future__ import annotations
 
 import argparse
+import sys
 import gc
 import threading
 import time
@@ -433,6 +434,16 @@ def _points(text: str) -> list[tuple[int, float]]:
     return out
 
 
+def _missing_baseline() -> str | None:
+    """Why the suite cannot run its baselines here, or None (pydata/sparse is the sparse.COO route)."""
+    try:
+        import sparse  # noqa: F401
+    except ImportError as exc:
+        return (f"the sparse.COO baseline needs pydata/sparse ({exc}); install the benchmark extra: "
+                "pip install -e \".[bench]\" (or pip install sparse)")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks darray", description=__doc__.splitlines()[0])
     harness.add_common_arguments(parser, max_seconds=30.0)
@@ -444,6 +455,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memory-point", default=None, help="memory point scale:dense_fraction (default 16:0.01)")
     parser.add_argument("--reuse", type=float, default=100.0, help="the cost model's reuse R for matvec (default 100)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    missing = _missing_baseline()
+    if missing:
+        print(f"darray: {missing}", file=sys.stderr)
+        return 2
     quick = args.quick
     points = _points(args.points or ("10:0.1,12:0.01" if quick else "14:0.1,16:0.01,18:0.001"))
     iter_point = _points(args.iter_point or ("11:0.05" if quick else "16:0.01"))[0]
