@@ -121,6 +121,15 @@ def test_bad_reads_are_refused(reads):
         pertask.PerTask(reads=reads, remote=False)
 
 
+@pytest.mark.parametrize("dense, tile, stride, message", [
+    (np.zeros(8), 4, 1, "2-D panel"), (np.zeros((4, 4)), 0, 1, "tile must be"),
+    (np.zeros((4, 4)), 2, 0, "stride must be"), (np.zeros((4, 4)), 2.5, 1, "tile must be"),
+])
+def test_estimate_refuses_bad_input(dense, tile, stride, message):
+    with pytest.raises(ValueError, match=message):
+        pertask.estimate(dense, tile, stride=stride)
+
+
 def test_variants_are_checked():
     assert wl.check_variants("adaptive, per-task,static-on,static-off") == (
         "adaptive", "per-task", "static-on", "static-off")

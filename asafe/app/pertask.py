@@ -102,7 +102,8 @@ class PerTask:
     remote : bool
         The consumer is pinned to another worker (the panel crosses).
     prior : bool
-        Hybrid: compress whenever the global mode says so, else decide per task.
+        Hybrid: the panel's payoff where one form is :data:`MARGIN` times
+        cheaper, the global mode's state on closer calls (:func:`hybrid`).
 
     Examples
     --------
@@ -209,6 +210,11 @@ def estimate(dense: np.ndarray, tile: int, threshold: Any = None, stride: int = 
     from ..compression import engine
 
     dense = np.asarray(dense)
+    if dense.ndim != 2:
+        raise ValueError(f"estimate needs a 2-D panel, got an array of shape {dense.shape}")
+    for name, value in (("tile", tile), ("stride", stride)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     rows, cols = dense.shape
     counts, sampled = _sample(dense, int(tile), int(stride))
     nnz = counts * (_extent(rows, tile)[:, None] / np.maximum(sampled, 1)[:, None])
