@@ -9,7 +9,7 @@ arrive, inside the transfer the worker measures) so that the workload is
 transfer-bound on any machine: on a loopback interface a dense payload would
 cross at whatever speed the shared machine happens to have.
 
-* naive (``transfer_correction=False``): the measured transfers shrink, the
+* naive (``transfer_correction=False``, no forecast): the measured transfers shrink, the
   compute/communication ratio rises past beta and compression switches itself
   off although the workload did not change; transfers grow back, the ratio falls
   below alpha, on again, ...
@@ -116,7 +116,9 @@ def test_naive_ratio_flaps_asafe_does_not(client, make_runtime, installed):
     def fresh():
         return make_runtime(window=48, dwell=0.1, dwell_tasks=4)
 
-    with installed(client, fresh(), transfer_correction=False) as naive:
+    # naive: measured wire time only -- no correction, and no forecast (whose planned
+    # transfers are logical bytes / bandwidth, a correction of their own)
+    with installed(client, fresh(), transfer_correction=False, expected_transfers=False) as naive:
         transfer_bound_run(client, naive)
         naive_history = [(t.old, t.new) for t in naive.history]
     with installed(client, fresh()) as corrected:
