@@ -212,10 +212,9 @@ def _decisions(cmp: wl.Comparison, variant: str) -> dict[str, Any] | None:
         return None
     out = []
     for d in run.decisions:
-        for i, p in enumerate(run.phases):
-            if p.start <= d["time"] <= p.stop:
-                out.append([i, d["time"] - p.start, bool(d["compress"]), d["why"]])
-                break
+        i = run.phase_at(d["time"])
+        if i is not None:
+            out.append([i, d["time"] - run.phases[i].start, bool(d["compress"]), d["why"]])
     return {"repetition": run.repetition, "decisions": out}
 
 

@@ -217,16 +217,20 @@ def estimate(dense: np.ndarray, tile: int, threshold: Any = None, stride: int = 
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     rows, cols = dense.shape
     counts, sampled = _sample(dense, int(tile), int(stride))
-    nnz = counts * (_extent(rows, tile)[:, None] / np.maximum(sampled, 1)[:, None])
-    heights = _extent(rows, tile)[:, None] * np.ones((1, counts.shape[1]))
-    widths = np.ones((counts.shape[0], 1)) * _extent(cols, tile)[None, :]
-    limits = engine.tile_thresholds(heights.ravel(), widths.ravel(), dense.dtype, threshold).reshape(counts.shape)
-    elements = heights * widths
+    heights, widths = _extent(rows, tile), _extent(cols, tile)
+    nnz = counts * (heights / np.maximum(sampled, 1))[:, None]
+    grid_heights = np.broadcast_to(heights[:, None], counts.shape)
+    grid_widths = np.broadcast_to(widths[None, :], counts.shape)
+    limits = engine.tile_thresholds(grid_heights.ravel(), grid_widths.ravel(), dense.dtype,
+                                    threshold).reshape(counts.shape)
+    elements = grid_heights * grid_widths
     candidate = (nnz > 0) & (nnz < limits)
     kept = (nnz > 0) & (nnz >= limits)  # all-zero tiles are not stored at all
     itemsize = dense.dtype.itemsize
-    index = np.where(widths <= 256, 1, np.where(widths <= 65536, 2, 4))
-    sparse_bytes = nnz * (itemsize + index) + 4 * (heights + 1)
+    # the CSR bytes of every tile as the engine counts them, one tile column (one width) at a time
+    model = threshold if isinstance(threshold, engine.CostModel) else engine.DEFAULT_COST_MODEL
+    sparse_bytes = np.column_stack([model.sparse_bytes((heights, int(width)), dense.dtype, nnz[:, j])
+                                    for j, width in enumerate(widths)])
     return Estimate(
         elements=int(rows * cols),
         candidate_elements=float(elements[candidate].sum()),

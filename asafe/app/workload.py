@@ -832,6 +832,13 @@ class VariantRun:
     def start(self) -> float:
         return self.phases[0].start if self.phases else 0.0
 
+    def phase_at(self, when: float) -> int | None:
+        """Index of the phase that was running at ``when`` (``time.time()``), or None."""
+        for i, p in enumerate(self.phases):
+            if p.start <= when <= p.stop:
+                return i
+        return None
+
 
 def _transition_dict(t: Any, runs: Sequence[PhaseRun]) -> dict[str, Any]:
     d = t.as_dict()
@@ -960,11 +967,10 @@ class Comparison:
             if run.variant != variant:
                 continue
             for d in run.decisions:
-                for i, p in enumerate(run.phases):
-                    if p.start <= d["time"] <= p.stop:
-                        made[i] += 1
-                        compressed[i] += bool(d["compress"])
-                        break
+                i = run.phase_at(d["time"])
+                if i is not None:
+                    made[i] += 1
+                    compressed[i] += bool(d["compress"])
         return [c / m if m else None for c, m in zip(compressed, made)]
 
     def transitions_per_phase(self) -> list[int]:
