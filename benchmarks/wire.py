@@ -12,14 +12,15 @@ Variants, interleaved in rotating order on one cluster (rule 5):
 * ``adaptive``: ``asafe.install(client)`` with the default configuration (a fresh
   runtime per sample: it starts off and must find the mode within the run);
 * ``always``: wire-compression forced on (the best static setting on a slow link);
-* ``ratio-only``: the default ratio hysteresis without the cpu part (what the
-  cpu gate costs or saves where the machine is busy with other work).
+* ``ratio-only``: the default ratio hysteresis without the cpu and bandwidth
+  parts (what those gates cost or save);
+* ``host-cpu``: the ratio part with the host's whole cpu load as the cpu part,
+  the default domain before 2026-11 (the load then counted the run's own work,
+  compressing included, and switched the optimization off on busy hosts).
 
-The link is whatever the process runs behind; shape it with tc in a network
-namespace and name it with ``--link``::
-
-    unshare --net bash -c 'ip link set lo up && tc qdisc add dev lo root tbf rate 1gbit \\
-        burst 512kb latency 50ms && exec python -m benchmarks wire --link 1gbit'
+``python -m benchmarks wire --link 1gbit`` runs behind a loopback shaped by tc
+in a private network namespace (:mod:`asafe.app.link`); without it, the loopback
+as it is.
 
 ``--data random`` uses incompressible uniform random values; ``--burn N`` runs N
 cpu-spinning processes during the timed steps (a competing compute phase) and
@@ -44,7 +45,7 @@ from asafe.app import stats
 
 from . import harness
 
-VARIANTS = ("dask", "adaptive", "always", "ratio-only")
+VARIANTS = ("dask", "adaptive", "always", "ratio-only", "host-cpu")
 
 
 def smooth_block(block: np.ndarray) -> np.ndarray:
@@ -102,7 +103,6 @@ def codec_throughput(data: np.ndarray) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks wire", description=__doc__.splitlines()[0])
     harness.add_common_arguments(parser, max_seconds=600.0)
-    parser.add_argument("--link", default="loopback", help="name of the link the run is behind (recorded)")
     parser.add_argument("--data", choices=("smooth", "random"), default="smooth")
     parser.add_argument("--size", type=int, default=4096, help="rows = columns / 2 of the float64 array")
     parser.add_argument("--rounds", type=int, default=7)
@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.size, args.rounds = 1024, 3
     variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown or not variants:
+        parser.error(f"--variants: unknown {unknown or 'none given'}; choose from {', '.join(VARIANTS)}")
+    link = args.link.rate if args.link is not None else "loopback"
 
     import dask
     import dask.array as da
@@ -141,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         [asafe.Optimization("wire-compression", asafe.Hysteresis(math.inf, math.inf), initial=True)], signals=False)
     ratio_only = asafe.AdaptiveRuntime(
         [asafe.Optimization("wire-compression", asafe.Hysteresis(0.5, 2.0), initial=False)], signals=False)
+    host_cpu = asafe.AdaptiveRuntime([asafe.Optimization("wire-compression", asafe.AllOf(
+        [asafe.Hysteresis(0.5, 2.0), asafe.Hysteresis(0.5, 0.8, metric="cpu")]), initial=False)])
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         client.wait_for_workers(2)
@@ -155,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                     handle = asafe.install(client, always)
                 elif variant == "ratio-only":
                     handle = asafe.install(client, copy.deepcopy(ratio_only))
+                elif variant == "host-cpu":
+                    handle = asafe.install(client, copy.deepcopy(host_cpu))
                 client.run(wire.reset_stats)
                 with burners(args.burn):
                     t0_wall, t0 = time.time(), time.perf_counter()
@@ -172,12 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                 detail = {"seconds": elapsed, "wire": counters}
                 if handle is not None:
                     detail["transitions"] = [
-                        [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio, t.mode.signals.get("cpu")]
+                        [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio,
+                         t.mode.signals.get("cpu"), t.mode.signals.get("external_cpu"), t.mode.signals.get("bandwidth")]
                         for t in handle.history if t.optimization == "wire-compression"]
                     detail["state_at_end"] = handle.state("wire-compression")
                     timeline = handle.timeline
                     step = max(1, len(timeline) // 300)
-                    detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu")]
+                    detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu"),
+                                           m.signals.get("external_cpu"), m.signals.get("bandwidth")]
                                           for t, m in timeline[::step] if t >= t0_wall - 0.5]
                     handle.uninstall()
                 samples[variant].append(elapsed)
@@ -201,16 +211,16 @@ def main(argv: list[str] | None = None) -> int:
                               "boot_ci95": stats.ratio_ci(samples["dask"], samples[v])}
             row["dask / variant"] = f"{ratio:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
         rows_out.append(row)
-    print(f"link {args.link}, data {args.data}, {rows}x{cols} float64 ({rows * cols * 8 / 2**20:.0f} MiB), "
+    print(f"link {link}, data {args.data}, {rows}x{cols} float64 ({rows * cols * 8 / 2**20:.0f} MiB), "
           f"burn {args.burn}")
     print(harness.format_table(rows_out, list(rows_out[0].keys()) + (["dask / variant"] if comparisons else [])))
     out = Path(args.out) / "wire"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"wire-{args.link}-{args.data}{'-burn' + str(args.burn) if args.burn else ''}.json"
+    path = out / f"wire-{link}-{args.data}{'-burn' + str(args.burn) if args.burn else ''}.json"
     path.write_text(json.dumps(harness.to_jsonable({
-        "suite": "wire", "link": args.link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
+        "suite": "wire", "link": link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
         "burn": args.burn, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
-        "details": details, "environment": stats.environment(link=args.link, workers=2, threads_per_worker=1),
+        "details": details, "environment": stats.environment(workers=2, threads_per_worker=1),
         "thresholds": dask.config.get("asafe.optimizations"),
     }), indent=1))
     print(f"results: {path}")
@@ -254,7 +264,10 @@ def plot(result: dict, path: Path) -> Path:
         bx.axhline(2.0, color="tab:red", ls="--", lw=1, label="ratio beta 2.0")
         cx = bx.twinx()
         cx.step(ts, [p[2] if p[2] is not None else float("nan") for p in tl], where="post", color="tab:orange",
-                label="cpu load")
+                alpha=0.4, label="host cpu load")
+        if any(len(p) > 3 for p in tl):
+            cx.step(ts, [p[3] if len(p) > 3 and p[3] is not None else float("nan") for p in tl], where="post",
+                    color="tab:orange", label="external cpu load (the domain's)")
         cx.axhline(0.8, color="tab:orange", ls=":", lw=1, label="cpu beta 0.8")
         cx.set_ylim(0, 1.05)
         cx.set_ylabel("cpu load")

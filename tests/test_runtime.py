@@ -1,5 +1,6 @@
 """AdaptiveRuntime: read API, bad input, failing domains and subscribers, configuration."""
 import logging
+import math
 import os
 import pickle
 import subprocess
@@ -119,9 +120,10 @@ def test_defaults_come_from_the_configuration():
     assert list(rt.optimizations) == ["compression", "wire-compression"]
     domain = rt.optimizations["compression"].domain
     assert (domain.alpha, domain.beta, domain.metric) == (0.5, 2.0, "ratio")
-    ratio, cpu = rt.optimizations["wire-compression"].domain.domains
+    ratio, cpu, link = rt.optimizations["wire-compression"].domain.domains
     assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
-    assert (cpu.alpha, cpu.beta, cpu.metric) == (0.5, 0.8, "cpu")
+    assert (cpu.alpha, cpu.beta, cpu.metric) == (0.5, 0.8, "external_cpu")
+    assert (link.alpha, link.beta, link.metric) == (250e6, 500e6, "bandwidth")
     assert rt.dwell == 0.25 and rt.default_type == "compute"
 
 
@@ -170,3 +172,30 @@ def test_public_names():
     for name in ["COMPUTE", "COMMUNICATION", "task_type", "typed", "ModeVector", "Hysteresis", "Optimization",
                  "AdaptiveRuntime", "adaptive", "is_on", "install"]:
         assert name in asafe.__all__ and hasattr(asafe, name)
+
+
+def test_signal_sources_reach_the_mode_and_a_bad_one_is_left_out(caplog):
+    rt = AdaptiveRuntime([Optimization("c", Hysteresis(1e8, 2e8, metric="bandwidth"))], signals=False,
+                         dwell=0, dwell_tasks=0)
+    values = iter([5e7, float("inf"), -1.0, 3e8])
+
+    def bandwidth():
+        value = next(values)
+        return value
+
+    detach = rt.add_signal("bandwidth", bandwidth)
+    rt.evaluate()
+    assert rt.mode.signals == {"bandwidth": 5e7} and rt.state("c")
+    rt.evaluate()  # inf: reads nan, logged once
+    rt.evaluate()  # negative: reads nan, not logged again
+    assert math.isnan(rt.mode.signals["bandwidth"]) and rt.state("c")  # no threshold crosses nan: kept
+    assert sum("signal source 'bandwidth' failed" in r.message for r in caplog.records) == 1
+    rt.evaluate()
+    assert rt.mode.signals == {"bandwidth": 3e8} and not rt.state("c")
+    detach()
+    rt.evaluate()
+    assert rt.mode.signals == {}
+    with pytest.raises(ValueError, match="other than 'ratio'"):
+        rt.add_signal("ratio", bandwidth)
+    with pytest.raises(TypeError, match="callable"):
+        rt.add_signal("bandwidth", 5e7)

@@ -1,4 +1,4 @@
-"""The wire-compression domain: AllOf(ratio hysteresis, cpu hysteresis), scripted."""
+"""The wire-compression domain: AllOf(ratio, external cpu, bandwidth hysteresis), scripted."""
 from __future__ import annotations
 
 import math
@@ -15,11 +15,18 @@ def wire_domain():
     return opt.domain
 
 
-def mode(ratio, cpu):
-    """A mode with this compute/communication ratio and cpu load."""
+GBIT = 125e6  # bytes per second
+
+
+def mode(ratio, cpu, bandwidth=GBIT, host_cpu=1.0):
+    """A mode with this compute/communication ratio, external cpu load and link bandwidth.
+
+    The host's cpu load is 1.0 unless said otherwise: the domain must not read it.
+    """
+    signals = {"external_cpu": cpu, "bandwidth": bandwidth, "cpu": host_cpu}
     if math.isnan(ratio):  # an idle scheduler
-        return asafe.ModeVector({}, cpu=cpu)
-    return asafe.ModeVector({"compute": ratio, "communication": 1.0}, cpu=cpu)
+        return asafe.ModeVector({}, **signals)
+    return asafe.ModeVector({"compute": ratio, "communication": 1.0}, **signals)
 
 
 def test_default_domain_flip_flop_scripted():
@@ -51,6 +58,37 @@ def test_default_domain_flip_flop_scripted():
     ]
 
 
+def test_the_link_part_flip_flop_scripted():
+    # communication dominates and the cpus are free throughout; only the link changes
+    rt = asafe.AdaptiveRuntime(
+        [asafe.Optimization("wire-compression", wire_domain())], dwell=0, dwell_tasks=0, signals=False
+    )
+    script = [
+        # (bandwidth in bytes/s, expected state after the step)
+        (3e9, False),     # loopback (25 Gbit/s here): the codec is slower than the link
+        (400e6, False),   # in the band: stays off
+        (GBIT, True),     # 1 Gbit/s: on
+        (400e6, True),    # in the band (a fast burst): kept, no flip
+        (600e6, False),   # above 500 MB/s: off
+        (240e6, True),    # below 250 MB/s: on
+    ]
+    for i, (bandwidth, _) in enumerate(script):
+        rt.evaluate(mode(0.1, 0.1, bandwidth), now=float(i))
+    assert [(t.old, t.new, t.mode.signals["bandwidth"]) for t in rt.history] == [
+        (False, True, GBIT), (True, False, 600e6), (False, True, 240e6)
+    ]
+
+
+def test_the_runs_own_cpu_load_does_not_switch_it_off():
+    # the host reads saturated (the workers compressing), the others' load is low: kept on
+    domain = wire_domain()
+    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), False) is True
+    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), True) is True
+    # other processes saturate the cpus (a competing compute job): off, and never on
+    assert domain.decide(mode(0.3, 0.95, host_cpu=1.0), True) is False
+    assert domain.decide(mode(0.3, 0.95, host_cpu=1.0), False) is False
+
+
 def test_dwell_delays_both_directions():
     rt = asafe.AdaptiveRuntime(
         [asafe.Optimization("wire-compression", wire_domain())], dwell=1.0, dwell_tasks=0, signals=False
@@ -64,17 +102,22 @@ def test_dwell_delays_both_directions():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 10), st.floats(0, 1)), min_size=1, max_size=40), st.booleans())
-def test_never_on_while_cpu_above_its_upper_threshold(steps, initial):
+@given(st.lists(st.tuples(st.floats(0, 10), st.floats(0, 1), st.floats(1e6, 1e10)), min_size=1, max_size=40),
+       st.booleans())
+def test_never_on_while_a_part_is_above_its_upper_threshold(steps, initial):
     domain = wire_domain()
-    ratio_part, cpu_part = domain.domains
+    ratio_part, cpu_part, link_part = domain.domains
+    assert (cpu_part.metric, link_part.metric) == ("external_cpu", "bandwidth")
     state = initial
-    for ratio, cpu in steps:
-        state = domain.decide(mode(ratio, cpu), state)
-        if cpu > cpu_part.beta or ratio > ratio_part.beta:
+    for ratio, cpu, bandwidth in steps:
+        old = state
+        state = domain.decide(mode(ratio, cpu, bandwidth), state)
+        if cpu > cpu_part.beta or ratio > ratio_part.beta or bandwidth > link_part.beta:
             assert state is False
-    # and it only turns on from off where both are below their alpha
+        if not old and state:  # it only turns on where every part is below its alpha
+            assert ratio < ratio_part.alpha and cpu < cpu_part.alpha and bandwidth < link_part.alpha
     assert domain.decide(mode(0.3, cpu_part.alpha + 0.01), False) is False
+    assert domain.decide(mode(0.3, 0.1, link_part.alpha + 1), False) is False
 
 
 def test_all_of_bad_input():

@@ -176,6 +176,7 @@ class AdaptiveRuntime:
         self.default_type = validate_type(settings["default_type"] if default_type is None else default_type)
         use_signals = settings["signals"] if signals is None else signals
         self._signals = SystemSignals(settings["signals_interval"]) if use_signals else None
+        self._signal_sources: dict[str, Callable[[], float]] = {}
         size = settings["history_size"] if history_size is None else history_size
         self._states = {opt.name: opt.initial for opt in opts}
         self._last_toggle: dict[str, tuple[float, int]] = {}
@@ -185,6 +186,7 @@ class AdaptiveRuntime:
         self._subscribers: list[Callable[[dict[str, bool], list[Transition]], None]] = []
         self._mode = ModeVector()
         self._failing: set[str] = set()
+        self._failing_sources: set[str] = set()
         self._next_evaluation = 0.0
         self._lock = threading.RLock()
 
@@ -236,6 +238,60 @@ class AdaptiveRuntime:
 
         return unsubscribe
 
+    def add_signal(self, name: str, source: Callable[[], float]) -> Callable[[], None]:
+        """Attach ``source()`` to every mode vector as the signal ``name``; returns a function that detaches it.
+
+        A scheduler plugin attaches what only it knows (the distributed one:
+        ``bandwidth``, the link's measured bytes per second). ``source`` is called
+        at every evaluation and must be O(1); it returns ``nan`` for a value it
+        does not know yet. A source that raises or returns a negative or infinite
+        value reads ``nan`` in that mode too (logged once): no threshold crosses
+        ``nan``, so a :class:`Hysteresis` on it keeps its state instead of acting
+        on a wrong value.
+
+        Examples
+        --------
+        >>> from asafe import Hysteresis
+        >>> rt = AdaptiveRuntime([Optimization("c", Hysteresis(1e8, 2e8, metric="bandwidth"))], signals=False)
+        >>> detach = rt.add_signal("bandwidth", lambda: 5e7)
+        >>> rt.evaluate()[0].new, rt.mode.signals["bandwidth"]
+        (True, 50000000.0)
+        >>> detach()
+        """
+        if not isinstance(name, str) or not name or name == "ratio":
+            raise ValueError(f"a signal needs a non-empty name other than 'ratio', got {name!r}")
+        if not callable(source):
+            raise TypeError(f"source must be callable, got {type(source).__name__}")
+        self._signal_sources[name] = source
+
+        def detach() -> None:
+            if self._signal_sources.get(name) is source:
+                del self._signal_sources[name]
+
+        return detach
+
+    @property
+    def system_signals(self) -> SystemSignals | None:
+        """The psutil signals of this runtime (None when ``signals=False``)."""
+        return self._signals
+
+    def _read_sources(self) -> dict[str, float]:
+        values = {}
+        for name, source in list(self._signal_sources.items()):
+            try:
+                value = float(source())
+                if not (math.isnan(value) or (math.isfinite(value) and value >= 0)):
+                    raise ValueError(f"{value!r} is not a finite non-negative number or nan")
+            except Exception as exc:
+                if name not in self._failing_sources:
+                    logger.warning("asafe: the signal source %r failed (%s); it reads nan", name, exc)
+                    self._failing_sources.add(name)
+                values[name] = math.nan
+                continue
+            self._failing_sources.discard(name)
+            values[name] = value
+        return values
+
     def set_state(self, name: str, state: bool) -> None:
         """Force a state (recorded as a transition); used to restore or script runs."""
         self.state(name)
@@ -267,7 +323,8 @@ class AdaptiveRuntime:
         """
         now = time.time() if now is None else now
         if mode is None:
-            signals = self._signals.read() if self._signals is not None else {}
+            signals = dict(self._signals.read()) if self._signals is not None else {}
+            signals.update(self._read_sources())
             mode = self.tracker.mode(**signals)
         with self._lock:
             self._mode = mode

@@ -3,38 +3,148 @@
 psutil calls cost tens of microseconds, too much for the per-event path, so
 :class:`SystemSignals` samples at most once per ``interval`` and serves the last
 sample in between.
+
+Three signals, fractions in [0, 1]:
+
+* ``cpu``: the host's cpu load;
+* ``memory``: the host's memory in use;
+* ``external_cpu``: the part of the host's cpu load that the run's own
+  processes do not explain -- this process, its children, and the processes a
+  scheduler plugin names with :meth:`SystemSignals.watch` (the workers on this
+  host). It is the load the mode cannot see otherwise: the run's own work is
+  already in the mode's task shares and its compute/communication ratio, and it
+  includes the work of the optimizations themselves (compressing, decompressing),
+  which must not switch them off -- the cpu counterpart of counting transfers in
+  uncompressed-equivalent bytes. A process seen for the first time counts from
+  its second sample (psutil's per-process counters start at zero), so the
+  signal over-reads for one interval after a worker joins.
 """
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable
 
 import psutil
 
-__all__ = ["SystemSignals"]
+__all__ = ["SystemSignals", "external_load"]
+
+#: Seconds between two scans for this process's children (a scan of /proc costs milliseconds).
+CHILDREN_REFRESH = 10.0
+
+
+def external_load(host: float, own_cores: float, cpus: int) -> float:
+    """The host's load that the run's own processes do not explain, as a fraction of its cpus.
+
+    Parameters
+    ----------
+    host : float
+        The host's cpu load, a fraction of all its cpus (psutil's ``cpu_percent / 100``).
+    own_cores : float
+        The cpus busy with the run's processes (the sum of their ``cpu_percent / 100``:
+        one busy thread is 1.0).
+    cpus : int
+        The host's logical cpus.
+
+    Examples
+    --------
+    >>> external_load(1.0, 2.0, 2)   # two busy workers on two cpus: nothing else
+    0.0
+    >>> external_load(1.0, 0.5, 2)   # half a cpu is ours, the rest another job's
+    0.75
+    >>> external_load(0.2, 0.9, 2)   # samples a little apart never read below 0
+    0.0
+    """
+    cpus = max(int(cpus), 1)
+    return min(max(host * cpus - own_cores, 0.0) / cpus, 1.0)
 
 
 class SystemSignals:
     """Throttled cpu and memory load, as fractions in [0, 1].
 
+    Parameters
+    ----------
+    interval : float
+        Minimum seconds between two psutil samples.
+
     Examples
     --------
     >>> sample = SystemSignals(interval=1.0).read()
     >>> sorted(sample), all(0.0 <= v <= 1.0 for v in sample.values())
-    (['cpu', 'memory'], True)
+    (['cpu', 'external_cpu', 'memory'], True)
+    >>> sample["external_cpu"] <= sample["cpu"]
+    True
     """
 
     def __init__(self, interval: float = 0.5) -> None:
         self.interval = float(interval)
         self._next = 0.0
+        self._cpus = psutil.cpu_count() or 1
+        self._self = psutil.Process()
+        self._watchers: list[Callable[[], Iterable[int]]] = []
+        self._processes: dict[int, psutil.Process] = {}
+        self._children: list[int] = []
+        self._children_at = -CHILDREN_REFRESH
         psutil.cpu_percent(interval=None)  # primes the counter: the first call returns 0
-        self._last = {"cpu": 0.0, "memory": psutil.virtual_memory().percent / 100.0}
+        self._own_cores()  # primes the per-process counters likewise
+        self._last = {"cpu": 0.0, "memory": psutil.virtual_memory().percent / 100.0, "external_cpu": 0.0}
+
+    def watch(self, pids: Callable[[], Iterable[int]]) -> Callable[[], None]:
+        """Count the processes ``pids()`` names as the run's own; returns a function that stops it.
+
+        ``pids`` is called once per sample and must be cheap; one that raises is
+        skipped for that sample.
+        """
+        self._watchers.append(pids)
+
+        def unwatch() -> None:
+            if pids in self._watchers:
+                self._watchers.remove(pids)
+
+        return unwatch
 
     def read(self) -> dict[str, float]:
         now = time.monotonic()
         if now >= self._next:
             self._next = now + self.interval
+            host = psutil.cpu_percent(interval=None) / 100.0
             self._last = {
-                "cpu": psutil.cpu_percent(interval=None) / 100.0,
+                "cpu": host,
                 "memory": psutil.virtual_memory().percent / 100.0,
+                "external_cpu": external_load(host, self._own_cores(), self._cpus),
             }
         return self._last
+
+    # internals ------------------------------------------------------------------------
+    def _own_pids(self) -> set[int]:
+        now = time.monotonic()
+        if now - self._children_at >= CHILDREN_REFRESH:
+            self._children_at = now
+            try:
+                self._children = [p.pid for p in self._self.children(recursive=True)]
+            except psutil.Error:
+                self._children = []
+        pids = {os.getpid(), *self._children}
+        for watcher in list(self._watchers):
+            try:
+                pids.update(int(pid) for pid in watcher() if pid)
+            except Exception:  # a watcher must never stop the sample
+                continue
+        return pids
+
+    def _own_cores(self) -> float:
+        pids = self._own_pids()
+        for gone in self._processes.keys() - pids:
+            del self._processes[gone]
+        cores = 0.0
+        for pid in pids:
+            process = self._processes.get(pid)
+            try:
+                if process is None:
+                    process = self._processes[pid] = psutil.Process(pid)
+                    process.cpu_percent(interval=None)  # primes it: counts from the next sample
+                    continue
+                cores += process.cpu_percent(interval=None) / 100.0
+            except psutil.Error:  # gone, or not ours to read
+                self._processes.pop(pid, None)
+        return cores

@@ -74,7 +74,7 @@ _ACTIVE = frozenset({"queued", "no-worker", "processing", "memory"})
 
 
 class PrefixMemory:
-    """What a scheduler has learned per key prefix: logical output bytes and the fraction that crossed.
+    """What a scheduler has learned per key prefix (logical output bytes, the fraction that crossed) and of its link.
 
     Shared by the forecasts of every runtime installed on one scheduler (see
     :meth:`TransferForecast.share`); bounded by the number of key prefixes the
@@ -88,11 +88,12 @@ class PrefixMemory:
     1
     """
 
-    __slots__ = ("output_bytes", "shipped", "__weakref__")
+    __slots__ = ("output_bytes", "shipped", "bandwidth", "__weakref__")
 
     def __init__(self) -> None:
         self.output_bytes: dict[str, float] = {}
         self.shipped: dict[str, float] = {}
+        self.bandwidth: float | None = None  # the link's measured wire bytes per second
 
     def __len__(self) -> int:
         return len(self.output_bytes.keys() | self.shipped.keys())

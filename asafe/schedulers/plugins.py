@@ -131,6 +131,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 import weakref
@@ -176,6 +177,9 @@ STARTSTOP_BYTES = "asafe-bytes"
 STARTSTOP_EXTRA = "asafe-extra"
 #: ... and the number of tasks on that worker the batch served.
 STARTSTOP_TASKS = "asafe-tasks"
+#: ... and, when wire-compression decoded frames of the batch, the bytes it saved:
+#: such a batch's time includes the codec's, so it does not measure the link.
+STARTSTOP_CODEC = "asafe-codec"
 
 # Scheduler states in which a task is ready or running.
 _ACTIVE = frozenset({"queued", "no-worker", "processing"})
@@ -353,6 +357,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
         self._version = 0
         self._unsubscribe: Any = None
+        self._detach_signals: list = []
+        self._memory: PrefixMemory | None = None
+        self._local_hosts = _local_hosts()
         self._attached = False
         self.bandwidth: float | None = None  # bytes/s, moving average of measured transfers
         self.plugin_errors: deque[PluginError] = deque(maxlen=1000)
@@ -382,7 +389,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     async def start(self, scheduler: Any) -> None:
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
-        self.forecast.share(prefix_memory(scheduler))  # what earlier installations learned per prefix
+        self._memory = prefix_memory(scheduler)
+        self.forecast.share(self._memory)  # what earlier installations learned per prefix
         wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
@@ -396,6 +404,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             }
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
+        self._detach_signals = [self.runtime.add_signal("bandwidth", self._link_bandwidth)]
+        system = self.runtime.system_signals
+        if system is not None:
+            self._detach_signals.append(system.watch(self._local_worker_pids))
         self._attached = True
         logger.info("asafe: scheduler plugin installed (%s)", self.runtime)
         if self.register_worker_plugin:
@@ -417,6 +429,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        for detach_signal in self._detach_signals:
+            detach_signal()
+        self._detach_signals = []
         scheduler = self.scheduler
         if scheduler is not None:
             for op, handler in (("asafe_hello", self.hello), ("asafe_info", self.info),
@@ -589,11 +604,17 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 stats["unannotated"] += 1
             else:
                 extra = startstop.get(STARTSTOP_EXTRA, 0)
-            if wire >= self.bandwidth_min_bytes and seconds > 0:
+            # The link is measured on batches the wire codec did not touch: the
+            # time of a compressed batch includes compressing and decompressing,
+            # so its wire bytes per second read low, and a bandwidth measured on
+            # them would keep wire-compression on (its own effect moving its signal).
+            if wire >= self.bandwidth_min_bytes and seconds > 0 and not startstop.get(STARTSTOP_CODEC):
                 sample = wire / seconds
                 self.bandwidth = sample if self.bandwidth is None else (
                     (1 - _BANDWIDTH_WEIGHT) * self.bandwidth + _BANDWIDTH_WEIGHT * sample
                 )
+                if self._memory is not None:
+                    self._memory.bandwidth = self.bandwidth
             corrected = seconds
             if self.transfer_correction and extra > 0:
                 corrected = uncompressed_seconds(seconds, wire + extra, wire, self._bandwidth())
@@ -627,11 +648,36 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     def _worker_count(self) -> int:
         return len(self.scheduler.workers) if self.scheduler is not None else 1
 
-    def _bandwidth(self) -> float:
-        # measured transfers first; before any, the scheduler's own estimate
-        # (``distributed.scheduler.bandwidth``, updated from worker heartbeats)
+    def _local_worker_pids(self) -> list[int]:
+        """Processes of the workers on the scheduler's host (the run's own cpu load, see SystemSignals)."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return []
+        return [ws.pid for ws in list(scheduler.workers.values())
+                if getattr(ws, "pid", None) and ws.host in self._local_hosts]
+
+    def _link_bandwidth(self) -> float:
+        """The ``bandwidth`` signal: the link's measured wire bytes per second, ``nan`` until one is measured.
+
+        Dask's own estimate (a configured 100 MB/s until the workers report) is
+        not the link, and a domain should not act on it: ``nan`` keeps its state.
+        """
         if self.bandwidth:
             return self.bandwidth
+        remembered = self._memory.bandwidth if self._memory is not None else None
+        return remembered or math.nan
+
+    def _bandwidth(self) -> float:
+        # The link's wire bytes per second: measured transfers first; then what an
+        # earlier installation on this scheduler measured; before any, the
+        # scheduler's own estimate (``distributed.scheduler.bandwidth``, from the
+        # workers' heartbeats -- it counts logical bytes, so it reads high while
+        # wire compression is on, which is why the measured one comes first).
+        if self.bandwidth:
+            return self.bandwidth
+        remembered = self._memory.bandwidth if self._memory is not None else None
+        if remembered:
+            return remembered
         bandwidth = getattr(self.scheduler, "bandwidth", None)
         if bandwidth is None:
             _fallback(self, "scheduler.bandwidth", "the scheduler has no bandwidth estimate; transfers "
@@ -759,6 +805,21 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveSchedulerPlugin {self.token[:8]} {self.runtime!r}>"
+
+
+def _local_hosts() -> frozenset:
+    """Names and addresses of this host, as a worker's ``host`` may read."""
+    import socket
+
+    import psutil
+
+    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
+    try:
+        for addresses in psutil.net_if_addrs().values():
+            names.update(a.address for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6))
+    except Exception:  # pragma: no cover - psutil without access to the interfaces
+        pass
+    return frozenset(names)
 
 
 def _logical_size(ts: Any) -> float:
@@ -968,6 +1029,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
                 if saved:
                     startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
+                    startstop[STARTSTOP_CODEC] = saved
                 startstop[STARTSTOP_TASKS] = self._served(record)
         if startstop is None:
             return

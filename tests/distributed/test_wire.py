@@ -7,6 +7,7 @@ never on (Hysteresis(0, 0)); the mechanism's own counters
 from __future__ import annotations
 
 import math
+import os
 
 import dask
 import dask.array as da
@@ -163,3 +164,27 @@ def test_transfers_are_counted_in_uncompressed_equivalent_bytes(client, installe
         # the logical bytes still count every byte moved; the wire bytes are what crossed
         assert logical - wire_bytes >= 0.9 * saved
         assert after["corrected_seconds"] - before["corrected_seconds"] > after["seconds"] - before["seconds"]
+
+
+def _link_view(dask_scheduler):
+    """What the installed scheduler plugin knows of the link and the host's processes."""
+    plugin = dask_scheduler.plugins["asafe"]
+    plugin.runtime.evaluate()
+    return {"signals": plugin.runtime.mode.signals, "pids": sorted(plugin._local_worker_pids()),
+            "measured": plugin.bandwidth, "bandwidth": plugin._bandwidth()}
+
+
+def test_the_default_domain_reads_the_link_and_the_load_outside_the_run(client, installed):
+    pids = sorted(client.run(os.getpid).values())
+    with installed(client, asafe.AdaptiveRuntime()):
+        transposed(client, array())
+        first = client.run_on_scheduler(_link_view)
+    # the workers are the run's own processes: their cpu is not external load
+    assert first["pids"] == pids
+    assert {"cpu", "external_cpu", "bandwidth"} <= set(first["signals"])
+    assert first["signals"]["external_cpu"] <= first["signals"]["cpu"] + 1e-9
+    assert first["measured"] and first["signals"]["bandwidth"] == first["measured"]
+    # a new installation on this scheduler starts from the link the previous one measured
+    with installed(client, asafe.AdaptiveRuntime()):
+        second = client.run_on_scheduler(_link_view)
+    assert second["measured"] is None and second["bandwidth"] == first["measured"]
