@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from asafe.app import stats
-from asafe.app.stats import environment
+from asafe.app.stats import environment, git_state
 
 __all__ = [
     "Measurement",
@@ -670,6 +670,14 @@ class Results:
         self._extra: dict[str, Any] = {}
         self._started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self._load_at_start = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+        self._git_at_start = git_state()  # the code that runs: a commit made during the run must not be credited
+
+    def _environment(self) -> dict[str, Any]:
+        env = environment(load_average_at_start=self._load_at_start, **self._extra)
+        if env.get("git") != self._git_at_start:
+            env["git_at_save"] = env["git"]  # the tree changed while the suite ran
+        env["git"] = self._git_at_start
+        return env
 
     def set_environment(self, **extra: Any) -> None:
         """Run settings recorded with the environment (``scheduler=..., workers=...``)."""
@@ -725,7 +733,7 @@ class Results:
             "suite": self.suite,
             "started": self._started,
             "command": [Path(sys.argv[0]).name] + sys.argv[1:],
-            "environment": environment(load_average_at_start=self._load_at_start, **self._extra),
+            "environment": self._environment(),
             "records": self.records,
             "warnings": self.warnings,
             "figures": self.figures,

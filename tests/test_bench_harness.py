@@ -383,3 +383,13 @@ def test_overhead_suite_runs_end_to_end(tmp_path, capsys):
     assert record["measurements"]["adaptive"]["failed"] is None  # the tracker saw every task
     assert record["comparison"]["base"] == "plain" and "verdict" in record["overhead"]
     assert (tmp_path / "overhead" / "overhead.png").is_file()
+
+
+def test_results_credit_the_code_that_ran_not_a_commit_made_during_the_run(monkeypatch, tmp_path):
+    states = iter([{"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": False}])
+    monkeypatch.setattr(harness, "git_state", lambda: next(states))
+    results = Results("suite", tmp_path)  # the suite starts at commit a ...
+    monkeypatch.setattr(harness, "environment", lambda **extra: {"git": {"commit": "b" * 40, "dirty": False}, **extra})
+    env = results.as_dict()["environment"]  # ... and saves after commit b was made
+    assert env["git"] == {"commit": "a" * 40, "dirty": False}
+    assert env["git_at_save"] == {"commit": "b" * 40, "dirty": False}

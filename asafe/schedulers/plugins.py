@@ -131,7 +131,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 import uuid
 import weakref
@@ -177,8 +176,8 @@ STARTSTOP_BYTES = "asafe-bytes"
 STARTSTOP_EXTRA = "asafe-extra"
 #: ... and the number of tasks on that worker the batch served.
 STARTSTOP_TASKS = "asafe-tasks"
-#: ... and, when wire-compression decoded frames of the batch, the bytes it saved:
-#: such a batch's time includes the codec's, so it does not measure the link.
+#: ... and, when wire-compression decoded frames of the batch, the codec's seconds
+#: in the batch's time (both ends), which the link's measure leaves out.
 STARTSTOP_CODEC = "asafe-codec"
 
 # Scheduler states in which a task is ready or running.
@@ -404,7 +403,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             }
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
-        self._detach_signals = [self.runtime.add_signal("bandwidth", self._link_bandwidth)]
+        self._detach_signals = [self.runtime.add_signal("bandwidth", self._bandwidth)]
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
@@ -604,12 +603,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 stats["unannotated"] += 1
             else:
                 extra = startstop.get(STARTSTOP_EXTRA, 0)
-            # The link is measured on batches the wire codec did not touch: the
-            # time of a compressed batch includes compressing and decompressing,
-            # so its wire bytes per second read low, and a bandwidth measured on
-            # them would keep wire-compression on (its own effect moving its signal).
-            if wire >= self.bandwidth_min_bytes and seconds > 0 and not startstop.get(STARTSTOP_CODEC):
-                sample = wire / seconds
+            # The link is measured without the wire codec's time: a compressed
+            # batch's time includes compressing and decompressing, so its wire
+            # bytes per second would read low and keep wire-compression on by its
+            # own effect. (Floored at a tenth of the batch: an estimate of the
+            # codec's seconds above the batch's own means a link faster than the
+            # codec, which the floor still reads as fast.)
+            link_seconds = max(seconds - float(startstop.get(STARTSTOP_CODEC, 0.0) or 0.0), 0.1 * seconds)
+            if wire >= self.bandwidth_min_bytes and link_seconds > 0:
+                sample = wire / link_seconds
                 self.bandwidth = sample if self.bandwidth is None else (
                     (1 - _BANDWIDTH_WEIGHT) * self.bandwidth + _BANDWIDTH_WEIGHT * sample
                 )
@@ -656,23 +658,13 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         return [ws.pid for ws in list(scheduler.workers.values())
                 if getattr(ws, "pid", None) and ws.host in self._local_hosts]
 
-    def _link_bandwidth(self) -> float:
-        """The ``bandwidth`` signal: the link's measured wire bytes per second, ``nan`` until one is measured.
-
-        Dask's own estimate (a configured 100 MB/s until the workers report) is
-        not the link, and a domain should not act on it: ``nan`` keeps its state.
-        """
-        if self.bandwidth:
-            return self.bandwidth
-        remembered = self._memory.bandwidth if self._memory is not None else None
-        return remembered or math.nan
-
     def _bandwidth(self) -> float:
-        # The link's wire bytes per second: measured transfers first; then what an
-        # earlier installation on this scheduler measured; before any, the
-        # scheduler's own estimate (``distributed.scheduler.bandwidth``, from the
-        # workers' heartbeats -- it counts logical bytes, so it reads high while
-        # wire compression is on, which is why the measured one comes first).
+        # The link's wire bytes per second (the ``bandwidth`` signal): measured
+        # transfers first; then what an earlier installation on this scheduler
+        # measured; before any, the scheduler's own estimate: the configured
+        # ``distributed.scheduler.bandwidth`` (100 MB/s by default: a slow link)
+        # until the workers' heartbeats report theirs. Theirs count logical bytes
+        # and the codec's time, which is why the measured one comes first.
         if self.bandwidth:
             return self.bandwidth
         remembered = self._memory.bandwidth if self._memory is not None else None
@@ -1025,11 +1017,13 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             startstop = self._find_startstop(record)
             self._batch = (record, startstop)
             if startstop is not None:
-                saved = wire.take_saved()  # wire-compression: the batch in uncompressed-equivalent bytes
+                # wire-compression: the batch in uncompressed-equivalent bytes, and the codec's share of its time
+                saved, codec_seconds = wire.take_received()
                 startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
                 if saved:
                     startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
-                    startstop[STARTSTOP_CODEC] = saved
+                if codec_seconds:
+                    startstop[STARTSTOP_CODEC] = codec_seconds
                 startstop[STARTSTOP_TASKS] = self._served(record)
         if startstop is None:
             return

@@ -37,7 +37,7 @@ a failed transfer (logged), tells the scheduler the data is missing from the
 sender, and Dask fetches it elsewhere or recomputes it -- no data is lost.
 
 Accounting: the receiver counts the bytes compression saved (logical - wire) of
-the frames it decompressed; the worker plugin takes them with :func:`take_saved`
+the frames it decompressed; the worker plugin takes them with :func:`take_received`
 when it annotates a transfer, so the scheduler charges transfers in
 uncompressed-equivalent seconds, as for tile compression.
 """
@@ -53,7 +53,7 @@ from . import board
 
 __all__ = [
     "NAME", "CODEC", "CODECS", "WireDecompressionError", "enable", "disable", "enabled",
-    "check_settings", "stats", "reset_stats", "take_saved", "compress_frame", "decompress_frame",
+    "check_settings", "stats", "reset_stats", "take_received", "compress_frame", "decompress_frame",
 ]
 
 #: Name of the optimization whose state switches the mechanism.
@@ -70,7 +70,8 @@ _enabled = False
 _originals: dict[str, tuple] = {}
 _settings: dict[str, Any] = {}
 _counters: dict[str, float] = {}
-_saved = 0  # receiver: bytes saved by frames decompressed since take_saved()
+_saved = 0  # receiver: bytes saved by frames decompressed since take_received()
+_codec_seconds = 0.0  # receiver: codec seconds of those frames (both ends, see take_received)
 #: Tests only: corrupt this many of the next compressed frames (the sender's side).
 corrupt_next = 0
 
@@ -255,7 +256,7 @@ def compress_frame(data: Any, typesize: int = 8) -> bytes:
 
 def decompress_frame(data: Any) -> bytearray:
     """Decompress one frame into a new writable buffer, or raise :class:`WireDecompressionError`."""
-    global _saved
+    global _saved, _codec_seconds
     import blosc2
 
     start = time.perf_counter()
@@ -273,25 +274,41 @@ def decompress_frame(data: Any) -> bytearray:
             f"decompress: {exc}. The transfer is dropped; Dask fetches the data again from "
             "another replica or recomputes it."
         ) from exc
+    seconds = time.perf_counter() - start
     counters = _counters
     if counters:
         counters["decompressed_frames"] += 1
         counters["decompressed_logical_bytes"] += nbytes
         counters["decompressed_wire_bytes"] += length
-        counters["decompress_seconds"] += time.perf_counter() - start
+        counters["decompress_seconds"] += seconds
     _saved += max(nbytes - length, 0)
+    _codec_seconds += seconds + nbytes * _compress_seconds_per_byte(seconds / max(nbytes, 1))
     return out
 
 
-def take_saved() -> int:
-    """Bytes that compression saved on frames received since the last call (then zero).
+def _compress_seconds_per_byte(fallback: float) -> float:
+    """This process's own compression cost per byte (``fallback`` before it compressed anything)."""
+    counters = _counters
+    compressed = counters.get("compressed_logical_bytes", 0)
+    return counters.get("compress_seconds", 0.0) / compressed if compressed else fallback
 
-    The worker plugin adds them to the transfer it annotates, so the scheduler
-    counts that transfer in uncompressed-equivalent terms.
+
+def take_received() -> tuple[int, float]:
+    """Bytes compression saved on the frames received since the last call, and the codec's seconds on them.
+
+    Both are then zeroed. The worker plugin adds the bytes to the transfer it
+    annotates, so the scheduler counts that transfer in uncompressed-equivalent
+    terms, and passes the seconds, so the scheduler can take the codec's time
+    out of the transfer's before it measures the link. The seconds are this
+    process's decompression plus the sender's compression, estimated at this
+    process's own compression speed (the workers run the same codec on the same
+    kind of hardware; before this process compressed anything, at its
+    decompression speed).
     """
-    global _saved
-    saved, _saved = _saved, 0
-    return saved
+    global _saved, _codec_seconds
+    taken = (_saved, _codec_seconds)
+    _saved, _codec_seconds = 0, 0.0
+    return taken
 
 
 def stats() -> dict[str, float]:
@@ -301,11 +318,11 @@ def stats() -> dict[str, float]:
 
 def reset_stats() -> None:
     """Zero this process's counters."""
-    global _saved
+    global _saved, _codec_seconds
     for key in ("compressed_frames", "compressed_logical_bytes", "compressed_wire_bytes",
                 "skipped_frames", "skipped_bytes", "decompressed_frames",
                 "decompressed_logical_bytes", "decompressed_wire_bytes", "failed_frames"):
         _counters[key] = 0
     for key in ("compress_seconds", "sample_seconds", "decompress_seconds"):
         _counters[key] = 0.0
-    _saved = 0
+    _saved, _codec_seconds = 0, 0.0

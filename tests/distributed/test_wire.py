@@ -188,3 +188,32 @@ def test_the_default_domain_reads_the_link_and_the_load_outside_the_run(client, 
     with installed(client, asafe.AdaptiveRuntime()):
         second = client.run_on_scheduler(_link_view)
     assert second["measured"] is None and second["bandwidth"] == first["measured"]
+
+
+def test_a_received_frame_reports_the_bytes_saved_and_the_codecs_seconds():
+    wire.enable()
+    wire.reset_stats()
+    data = np.round(np.linspace(0.0, 1.0, 1 << 17) * 1024.0) / 1024.0  # 1 MiB of smooth float64
+    frame = wire.compress_frame(memoryview(data).cast("B"), 8)
+    assert bytes(wire.decompress_frame(frame)) == data.tobytes()
+    saved, seconds = wire.take_received()
+    assert saved == data.nbytes - len(frame) > 0
+    assert seconds >= wire.stats()["decompress_seconds"] > 0  # decompression, plus the sender's estimate
+    assert wire.take_received() == (0, 0.0)
+
+
+def test_the_link_is_measured_without_the_codecs_seconds():
+    from asafe.schedulers.plugins import (STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA,
+                                          AdaptiveSchedulerPlugin)
+
+    plugin = AdaptiveSchedulerPlugin(runtime(NEVER, False), bandwidth_min_bytes=1)
+    batch = {"action": "transfer", "start": 10.0, "stop": 11.0,
+             STARTSTOP_BYTES: 100_000_000, STARTSTOP_EXTRA: 400_000_000, STARTSTOP_CODEC: 0.6}
+    plugin._transfer_seconds(None, [batch])
+    assert plugin.bandwidth == pytest.approx(250e6)  # 100 MB in the 0.4 s the link took, not 100 MB/s
+    plugin.bandwidth = None
+    plugin._transfer_seconds(None, [{**batch, STARTSTOP_CODEC: 5.0}])  # codec estimate above the batch's time
+    assert plugin.bandwidth == pytest.approx(1e9)  # floored at a tenth of the batch: a fast link
+    plugin.bandwidth = None
+    plugin._transfer_seconds(None, [{k: v for k, v in batch.items() if k != STARTSTOP_CODEC}])
+    assert plugin.bandwidth == pytest.approx(100e6)  # untouched by the codec: as measured
