@@ -97,6 +97,7 @@ __all__ = [
     "speedup",
     "environment",
     "Results",
+    "credit_git_at_start",
     "format_table",
     "format_seconds",
     "summary_table",
@@ -673,11 +674,8 @@ class Results:
         self._git_at_start = git_state()  # the code that runs: a commit made during the run must not be credited
 
     def _environment(self) -> dict[str, Any]:
-        env = environment(load_average_at_start=self._load_at_start, **self._extra)
-        if env.get("git") != self._git_at_start:
-            env["git_at_save"] = env["git"]  # the tree changed while the suite ran
-        env["git"] = self._git_at_start
-        return env
+        return credit_git_at_start(environment(load_average_at_start=self._load_at_start, **self._extra),
+                                   self._git_at_start)
 
     def set_environment(self, **extra: Any) -> None:
         """Run settings recorded with the environment (``scheduler=..., workers=...``)."""
@@ -757,6 +755,24 @@ def _measurements_in(obj: Any) -> list[Measurement]:
     if isinstance(obj, (list, tuple)):
         return [m for v in obj for m in _measurements_in(v)]
     return []
+
+
+def credit_git_at_start(env: dict[str, Any], at_start: dict[str, Any]) -> dict[str, Any]:
+    """``env`` (taken when a result is saved) crediting the git state of the run's start.
+
+    A commit made while a suite runs must not be credited with its results: the
+    start's state becomes ``env["git"]``, and the state at the save is kept as
+    ``git_at_save`` where the tree changed meanwhile.
+
+    Examples
+    --------
+    >>> credit_git_at_start({"git": {"commit": "b", "dirty": False}}, {"commit": "a", "dirty": False})
+    {'git': {'commit': 'a', 'dirty': False}, 'git_at_save': {'commit': 'b', 'dirty': False}}
+    """
+    if env.get("git") != at_start:
+        env["git_at_save"] = env.get("git")
+    env["git"] = at_start
+    return env
 
 
 # --------------------------------------------------------------------------- command line

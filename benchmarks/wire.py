@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     import asafe
     from asafe.schedulers import wire
 
-    environment = stats.environment(workers=2, threads_per_worker=1)  # at the start: the code that runs
+    git_at_start = stats.git_state()  # the code that runs (see harness.credit_git_at_start)
     dask.config.set({"array.rechunk.method": args.rechunk_method})
     rows, cols = args.size, 2 * args.size
     chunk = max(rows // 8, 1)
@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(harness.to_jsonable({
         "suite": "wire", "link": link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
         "burn": args.burn, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
-        "details": details, "environment": _with_git_at_save(environment),
+        "details": details, "environment": harness.credit_git_at_start(
+            stats.environment(workers=2, threads_per_worker=1), git_at_start),
         "thresholds": dask.config.get("asafe.optimizations"),
     }), indent=1))
     print(f"results: {path}")
@@ -230,12 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the JSON is the result; the figure is a view of it
         print(f"no figure: {exc!r}")
     return 0
-
-
-def _with_git_at_save(environment: dict) -> dict:
-    """The environment taken at the start, with the tree's state at the end where it changed."""
-    now = stats.git_state()
-    return environment if now == environment.get("git") else {**environment, "git_at_save": now}
 
 
 def _num(x: float) -> float | str:

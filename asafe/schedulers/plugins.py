@@ -358,7 +358,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._unsubscribe: Any = None
         self._detach_signals: list = []
         self._memory: PrefixMemory | None = None
-        self._local_hosts = _local_hosts()
+        self._local_hosts: frozenset = frozenset()  # this host's names, read in start() on the scheduler
         self._attached = False
         self.bandwidth: float | None = None  # bytes/s, moving average of measured transfers
         self.plugin_errors: deque[PluginError] = deque(maxlen=1000)
@@ -389,6 +389,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
         self._memory = prefix_memory(scheduler)
+        self._local_hosts = _local_hosts()
         self.forecast.share(self._memory)  # what earlier installations learned per prefix
         wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
