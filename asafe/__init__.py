@@ -21,8 +21,9 @@ Architecture page draws it):
 Everything a user imports is exported here; the rooms' modules are private.
 """
 from .core import config  # registers the dask.config defaults first
-from .core.domains import AllOf, EfficiencyDomain, Hysteresis
+from .core.domains import AllOf, AnyOf, AtLeast, EfficiencyDomain, Hysteresis
 from .core.mode import ModeVector
+from .core.reuse import reuse
 from .core.runtime import AdaptiveRuntime, Optimization, Transition
 from .core.tracker import ModeTracker
 from .core.types import COMMUNICATION, COMPUTE, task_type, typed
@@ -37,11 +38,14 @@ __all__ = [
     "COMMUNICATION",
     "task_type",
     "typed",
+    "reuse",
     "ModeVector",
     "ModeTracker",
     "EfficiencyDomain",
     "Hysteresis",
+    "AtLeast",
     "AllOf",
+    "AnyOf",
     "Optimization",
     "Transition",
     "AdaptiveRuntime",

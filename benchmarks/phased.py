@@ -38,6 +38,14 @@ Sections (all run by default)
     default), drawn as a heatmap with the static totals measured in the same
     session.
 
+``reuse``
+    The local phases of the tuning set again, each panel read by 1, 2, 4, 8 and
+    16 vectors, compression pinned on and off, interleaved: the paired ratio
+    off / on per reuse, the evidence the ``reuse`` threshold of the compression
+    domain is chosen from (:func:`reuse_rule`). A local panel never crosses the
+    network, so the ratio says *off* at every reuse; this is where reuse alone
+    decides.
+
 ``--calibrate`` derives alpha and beta from a short measurement of this
 machine instead of the hand-set values: the cost per element of producing and
 multiplying a panel with compression off and on (in this process, thread CPU
@@ -66,9 +74,9 @@ import numpy as np
 from . import harness
 from .harness import Measurement, Results, format_seconds, format_table, speedup
 
-__all__ = ["SECTIONS", "main", "calibrate", "ratio_percentiles"]
+__all__ = ["SECTIONS", "main", "calibrate", "ratio_percentiles", "thresholds_rule", "reuse_rule"]
 
-SECTIONS = ("ratios", "phases", "sweep")
+SECTIONS = ("ratios", "phases", "sweep", "reuse")
 
 ALPHAS = (0.5, 1.0, 2.0, 4.0)
 BETAS = (4.0, 8.0, 16.0, 32.0)
@@ -76,6 +84,9 @@ QUICK_ALPHAS = (0.5, 2.0, 8.0)
 QUICK_BETAS = (2.0, 8.0, 32.0)
 #: Weights of the measured window against the scheduled view, tried at the chosen alpha and beta.
 BLENDS = (0.1, 0.25, 0.5, 1.0)
+#: Reads per panel tried on the local tuning phases (the ``reuse`` section).
+REUSES = (1, 2, 4, 8, 16)
+QUICK_REUSES = (1, 4, 16)
 #: The static baselines run again after this many grid points.
 STATIC_EVERY = 4
 
@@ -112,6 +123,32 @@ def thresholds_rule(shipped_p50: float, shipped_p90: float, local_p5: float, loc
         return float(2.0 ** round(math.log2(x)))
 
     return power_of_two(math.sqrt(shipped_p50 * local_p5)), power_of_two(math.sqrt(shipped_p90 * local_p50))
+
+
+def reuse_rule(gains: dict[str, dict[int, float]]) -> float:
+    """The declared reuse from which compression is on: the smallest that pays in every local tuning phase.
+
+    ``gains[phase][reuse]`` is the paired ratio (seconds off / seconds on) of a
+    local phase whose panels are read ``reuse`` times. The threshold is the
+    smallest reuse at which compression won (ratio > 1) in every phase, at it and
+    at every larger reuse tried -- a winner that a larger reuse contradicts is
+    noise, not a threshold. ``inf`` when no reuse qualifies.
+
+    Examples
+    --------
+    >>> reuse_rule({"a": {1: 0.9, 2: 0.97, 4: 1.2, 8: 1.5}, "b": {1: 0.8, 2: 1.05, 4: 1.1, 8: 1.3}})
+    4.0
+    >>> reuse_rule({"a": {1: 0.9, 2: 0.8}})
+    inf
+    """
+    reuses = sorted({r for by_reuse in gains.values() for r in by_reuse})
+    threshold = math.inf
+    for r in reversed(reuses):
+        if all(by_reuse.get(r, 0.0) > 1.0 for by_reuse in gains.values()):
+            threshold = float(r)
+        else:
+            break
+    return threshold
 
 
 def _fmt_ratio(v: float | None) -> str:
@@ -325,6 +362,54 @@ def section_sweep(client: Any, phases: list, thresholds: Any, expected: list, qu
     return record
 
 
+def section_reuse(client: Any, phases: list, thresholds: Any, quick: bool, repetitions: int,
+                  results: Results) -> dict:
+    from asafe.app import stats
+    from asafe.app import workload as wl
+
+    local = [p for p in phases if p.placement == "local"]
+    if not local:
+        results.warn("reuse: the tuning set has no local phase; nothing to measure", kind="NOTE")
+        return {}
+    reuses = QUICK_REUSES if quick else REUSES
+    print(f"\nreuse: {len(local)} local tuning phase(s) x reads {', '.join(map(str, reuses))}, compression on and "
+          f"off, {repetitions} interleaved rounds")
+    record: dict[str, Any] = {"reuses": list(reuses), "repetitions": repetitions, "phases": {}}
+    gains: dict[str, dict[int, float]] = {}
+    rows = []
+    for base in local:
+        for r in reuses:
+            phase = base.scaled(vectors=r)
+            expected = [wl.reference(phase)]
+            samples: dict[str, list[float]] = {"static-on": [], "static-off": []}
+            for variant in samples:  # warm-up apart (generation, compilation)
+                wl.run_variant(client, [phase], variant, thresholds, expected)
+            for order in stats.rotations(list(samples), repetitions):
+                for variant in order:
+                    run = wl.run_variant(client, [phase], variant, thresholds, expected)
+                    if not run.correct:
+                        results.warn(f"reuse {phase.name} x{r} {variant}: wrong result", kind="FAILED")
+                    samples[variant].append(run.seconds)
+            gain, ci, _ = stats.paired_ratio(samples["static-off"], samples["static-on"])
+            gains.setdefault(base.name, {})[r] = gain
+            record["phases"].setdefault(base.name, {})[str(r)] = {
+                "off_over_on": gain, "ci95": list(ci), "samples_s": samples, "phase": phase.as_dict()}
+            rows.append({"phase": base.name, "reads": r, "on": format_seconds(stats.median(samples["static-on"])),
+                         "off": format_seconds(stats.median(samples["static-off"])),
+                         "off / on": f"{gain:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"})
+            print(f"  {base.name} reads {r:>2}: off / on {gain:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]", flush=True)
+    print(format_table(rows, ["phase", "reads", "on", "off", "off / on"]))
+    threshold = reuse_rule(gains)
+    record["rule"] = {"reuse": threshold, "what": reuse_rule.__doc__.split("\n\n")[1].strip()}
+    print(f"  reuse_rule: compression on from {threshold:g} declared reads "
+          f"(the defaults say {thresholds.reuse:g})")
+    if threshold != thresholds.reuse:
+        results.warn(f"reuse: the rule gives {threshold:g} on this run, the default is {thresholds.reuse:g}",
+                     kind="NOTE")
+    results.add("reuse", record)
+    return record
+
+
 # --------------------------------------------------------------------------- calibration
 def _cpu_time(fn: Any, repeat: int = 5) -> float:
     times = []
@@ -521,6 +606,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             section_phases(client, phases, thresholds, expected, repetitions, results, variants=variants)
         if "sweep" in sections:
             section_sweep(client, sweep_phases, thresholds, sweep_expected, args.quick, results)
+        if "reuse" in sections:
+            section_reuse(client, sweep_phases, thresholds, args.quick, repetitions, results)
         if args.calibrate:
             section_calibrate(client, phases, thresholds, expected, repetitions, results)
     path = results.save()

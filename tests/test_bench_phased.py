@@ -23,3 +23,29 @@ def test_thresholds_rule_puts_each_threshold_between_its_bounds():
     # geometric means, rounded to powers of two
     assert phased.thresholds_rule(0.25, 1.0, 16.0, 64.0) == (2.0, 8.0)
     assert phased.thresholds_rule(0.1, 0.1, 0.1, 0.1) == (0.125, 0.125)
+
+
+def test_reuse_rule_takes_the_smallest_reuse_that_pays_everywhere_from_there_on():
+    gains = {"fill20": {1: 0.90, 2: 0.97, 4: 1.20, 8: 1.50, 16: 1.9},
+             "dense": {1: 0.80, 2: 1.05, 4: 1.10, 8: 1.30, 16: 2.0}}
+    assert phased.reuse_rule(gains) == 4.0
+    # a win at 2 that a loss at 4 contradicts is noise, not a threshold
+    assert phased.reuse_rule({"a": {1: 0.9, 2: 1.1, 4: 0.95, 8: 1.2}}) == 8.0
+    # compression never pays: the ratio alone decides
+    assert phased.reuse_rule({"a": {1: 0.9, 2: 0.8}}) == math.inf
+    assert phased.reuse_rule({"a": {1: 1.2, 2: 1.3}}) == 1.0
+
+
+def test_the_reuse_section_measures_each_local_phase_at_each_reuse(tmp_path):
+    import json
+
+    assert phased.main(["--quick", "--section", "reuse", "--tune-phases", "test", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "phased" / "results.json").read_text())["records"]["reuse"]
+    assert set(record["phases"]) == {"local-denseish", "local-dense"}  # the local phases of the set only
+    for by_reuse in record["phases"].values():
+        assert sorted(by_reuse, key=int) == [str(r) for r in phased.QUICK_REUSES]
+        for point in by_reuse.values():
+            assert point["phase"]["vectors"] in phased.QUICK_REUSES
+            assert len(point["samples_s"]["static-on"]) == len(point["samples_s"]["static-off"]) == 3
+    assert float(record["rule"]["reuse"]) == phased.reuse_rule(  # JSON writes inf as "inf"
+        {name: {int(r): p["off_over_on"] for r, p in by_reuse.items()} for name, by_reuse in record["phases"].items()})

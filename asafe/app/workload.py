@@ -61,12 +61,17 @@ Producers and multiplies are ``@asafe.typed("compute")``, the gather is
 inter-worker transfer as communication in uncompressed-equivalent seconds
 (:mod:`asafe.schedulers.plugins`). A shipped phase therefore shows a low
 compute/communication ratio whether compression is on or off, and a local phase
-a high one (only the small ``x`` vectors move). :func:`adaptive_runtime` builds
-the :class:`~asafe.Hysteresis` runtime the demo uses; :data:`DEFAULT_THRESHOLDS`
-says how its alpha and beta were chosen.
+a high one (only the small ``x`` vectors move). A local panel read by many
+vectors is pure compute too, yet compression pays there: every producer declares
+its panel's reads with :func:`asafe.reuse` (the ``reads`` the per-task rule is
+given), and the mode carries them as its ``reuse`` signal.
+:func:`adaptive_runtime` builds the runtime the demo uses, compression under
+:func:`compression_domain` (the ratio's hysteresis *or* enough declared reuse);
+:data:`DEFAULT_THRESHOLDS` says how its settings were chosen.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -77,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from ..core.domains import EfficiencyDomain
+from ..core.reuse import reuse
 from ..core.types import COMMUNICATION, COMPUTE, typed
 
 __all__ = [
@@ -91,6 +97,7 @@ __all__ = [
     "Thresholds",
     "DEFAULT_THRESHOLDS",
     "adaptive_runtime",
+    "compression_domain",
     "produce_panel",
     "multiply_panel",
     "produce_and_multiply",
@@ -689,15 +696,20 @@ def run_phase(
     t0 = time.perf_counter()
     x = client.submit(initial_vectors, phase.n, phase.vectors, key=f"asafe-x0-{token}", pure=False)
     for step in range(phase.steps):
+        # every producer declares its panel's reads (asafe.reuse): what the
+        # per-task rule is told as `reads`, the global mode reads as its signal
         if phase.placement == "local":
             # made and used once where it is made: one task per panel
             panels = []
-            parts = _map(client, produce_and_multiply,
-                         [(source, lo, hi, x, c) for (lo, hi), c in zip(bounds, per_panel)],
-                         [f"asafe-local-{token}-{step}-{i}" for i in range(len(bounds))], producers)
+            with reuse(phase.vectors):
+                parts = _map(client, produce_and_multiply,
+                             [(source, lo, hi, x, c) for (lo, hi), c in zip(bounds, per_panel)],
+                             [f"asafe-local-{token}-{step}-{i}" for i in range(len(bounds))], producers)
         else:
-            panels = _map(client, produce_panel, [(source, lo, hi, c) for (lo, hi), c in zip(bounds, per_panel)],
-                          [f"asafe-produce-{token}-{step}-{i}" for i in range(len(bounds))], producers)
+            with reuse(phase.vectors):
+                panels = _map(client, produce_panel,
+                              [(source, lo, hi, c) for (lo, hi), c in zip(bounds, per_panel)],
+                              [f"asafe-produce-{token}-{step}-{i}" for i in range(len(bounds))], producers)
             # multiplies first on a worker (higher priority): a panel is consumed as
             # soon as it is there, so produced and shipped panels do not pile up
             parts = _map(client, multiply_panel, [(p, x) for p in panels],
@@ -757,6 +769,9 @@ class Thresholds:
     dwell_tasks: int
     blend: float = 0.5
     how: str = ""
+    #: compression is also on while the scheduled producers declare at least this
+    #: reuse (``AtLeast("reuse", reuse)``); ``inf``: the ratio alone decides
+    reuse: float = math.inf
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -781,13 +796,28 @@ DEFAULT_THRESHOLDS = Thresholds(
 )
 
 
+def compression_domain(thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Any:
+    """``AnyOf(Hysteresis(alpha, beta), AtLeast("reuse", reuse))``: panels that cross, or are read often.
+
+    Examples
+    --------
+    >>> compression_domain(Thresholds(alpha=1, beta=8, window=16, dwell=0.2, dwell_tasks=16, reuse=8))
+    AnyOf([Hysteresis(alpha=1.0, beta=8.0, metric='ratio'), AtLeast('reuse', on=8.0, off=8.0)])
+    """
+    from ..core.domains import AnyOf, AtLeast, Hysteresis
+
+    ratio = Hysteresis(thresholds.alpha, thresholds.beta)
+    if math.isinf(thresholds.reuse):
+        return ratio
+    return AnyOf([ratio, AtLeast("reuse", thresholds.reuse)])
+
+
 def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False) -> Any:
-    """The runtime of the ``adaptive`` variant: compression under ``Hysteresis(alpha, beta)``."""
-    from ..core.domains import Hysteresis
+    """The runtime of the ``adaptive`` variant: compression under :func:`compression_domain`."""
     from ..core.runtime import AdaptiveRuntime, Optimization
 
     return AdaptiveRuntime(
-        [Optimization("compression", Hysteresis(thresholds.alpha, thresholds.beta), initial=initial)],
+        [Optimization("compression", compression_domain(thresholds), initial=initial)],
         window=thresholds.window, blend=thresholds.blend, dwell=thresholds.dwell,
         dwell_tasks=thresholds.dwell_tasks, signals=False,
     )

@@ -7,6 +7,10 @@ optimization's domain depends on its own state (compression changes the very
 signal that decides it).
 
 :class:`Hysteresis` is the alpha/beta rule of the adaptive compression engine.
+:class:`AtLeast` follows a declared property of the work (the ``reuse`` that
+tasks declare with :func:`asafe.reuse`). :class:`AllOf` and :class:`AnyOf`
+combine domains: compression is on when communication dominates *or* the
+scheduled work declares enough reuse.
 Domains are named in configuration by dotted path with their keyword arguments
 (see :func:`asafe.core.runtime.load_optimizations`), as distributed's active memory
 manager names its policies.
@@ -18,7 +22,7 @@ from typing import Any
 
 from .mode import ModeVector
 
-__all__ = ["EfficiencyDomain", "Hysteresis", "AllOf"]
+__all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf"]
 
 
 class EfficiencyDomain:
@@ -102,14 +106,98 @@ class Hysteresis(EfficiencyDomain):
         return f"Hysteresis(alpha={self.alpha}, beta={self.beta}, metric={self.metric!r})"
 
 
-class AllOf(EfficiencyDomain):
+class AtLeast(EfficiencyDomain):
+    """On while a metric is at least ``on``, off below ``off``; ``nan`` is off.
+
+    Meant for a metric that the optimization does not change, such as the
+    ``reuse`` that the scheduled tasks declare (:func:`asafe.reuse`): turning
+    compression on does not change how often a panel is read, so no band against
+    the optimization's own effect is needed and ``off`` defaults to ``on``.
+    ``nan`` (nothing declared) is no reason to be on: as a part of
+    :class:`AnyOf` it leaves the decision to the other parts. Alone, it would
+    switch off in an idle mode; put it beside a domain that holds the state.
+
+    Parameters
+    ----------
+    metric : str
+        A signal name (``"reuse"``), ``"ratio"`` or a task type.
+    on : float
+        On when the metric is at least ``on``.
+    off : float, optional
+        Off when the metric is strictly below ``off`` (``off <= on``; between the
+        two the state is kept). Default ``on``.
+
+    Examples
+    --------
+    >>> reused = AtLeast("reuse", on=4)
+    >>> reused.decide(ModeVector({"compute": 1}, reuse=16.0), False)
+    True
+    >>> reused.decide(ModeVector({"compute": 1}, reuse=2.0), True)
+    False
+    >>> reused.decide(ModeVector({"compute": 1}, reuse=float("nan")), True)
+    False
+    >>> AtLeast("reuse", on=2, off=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: AtLeast needs off <= on, got off=4.0 > on=2.0
+    """
+
+    def __init__(self, metric: str, on: float, off: float | None = None) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise TypeError(f"metric must be a non-empty str such as 'reuse', got {metric!r}")
+        on = _threshold("on", on)
+        off = on if off is None else _threshold("off", off)
+        if off > on:
+            raise ValueError(f"AtLeast needs off <= on, got off={off} > on={on}")
+        self.metric = metric
+        self.on = on
+        self.off = off
+
+    def decide(self, mode: ModeVector, state: bool) -> bool:
+        value = mode.metric(self.metric)
+        if value >= self.on:
+            return True
+        if value < self.off or math.isnan(value):
+            return False
+        return bool(state)
+
+    def __repr__(self) -> str:
+        return f"AtLeast({self.metric!r}, on={self.on}, off={self.off})"
+
+
+class _Combined(EfficiencyDomain):
+    """Domains built from a list of domains or configuration entries."""
+
+    def __init__(self, domains: list) -> None:
+        from .config import import_by_path
+
+        name = type(self).__name__
+        built = []
+        for i, part in enumerate(domains or ()):
+            if isinstance(part, dict):
+                if set(part) - {"domain", "kwargs"} or "domain" not in part:
+                    raise ValueError(f"{name} domains[{i}] must be a domain or {{'domain', 'kwargs'}}, got {part!r}")
+                part = import_by_path(part["domain"])(**(part.get("kwargs") or {}))
+            if not callable(getattr(part, "decide", None)):
+                raise TypeError(f"{name} domains[{i}] has no decide(mode, state): {part!r}")
+            built.append(part)
+        if not built:
+            raise ValueError(f"{name} needs at least one domain")
+        self.domains = built
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.domains!r})"
+
+
+class AllOf(_Combined):
     """On only when every domain would turn on; off as soon as one turns off.
 
     Off: turns on when every domain decides ``True`` from the off state (each
     metric below its ``alpha``). On: stays on while every domain decides
     ``True`` from the on state (each metric at most its ``beta``), so a
-    :class:`Hysteresis` part keeps its band. ``wire-compression`` uses two
-    parts: the ratio (communication dominates) and the ``cpu`` signal (headroom).
+    :class:`Hysteresis` part keeps its band. ``wire-compression`` uses three
+    parts: the ratio (communication dominates), the cpu load outside the run
+    (headroom) and the link's bandwidth (slower than the codec).
 
     Parameters
     ----------
@@ -125,22 +213,6 @@ class AllOf(EfficiencyDomain):
     False
     """
 
-    def __init__(self, domains: list) -> None:
-        from .config import import_by_path
-
-        built = []
-        for i, part in enumerate(domains or ()):
-            if isinstance(part, dict):
-                if set(part) - {"domain", "kwargs"} or "domain" not in part:
-                    raise ValueError(f"AllOf domains[{i}] must be a domain or {{'domain', 'kwargs'}}, got {part!r}")
-                part = import_by_path(part["domain"])(**(part.get("kwargs") or {}))
-            if not callable(getattr(part, "decide", None)):
-                raise TypeError(f"AllOf domains[{i}] has no decide(mode, state): {part!r}")
-            built.append(part)
-        if not built:
-            raise ValueError("AllOf needs at least one domain")
-        self.domains = built
-
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
         for domain in self.domains:
@@ -148,8 +220,39 @@ class AllOf(EfficiencyDomain):
                 return False
         return True
 
-    def __repr__(self) -> str:
-        return f"AllOf({self.domains!r})"
+
+class AnyOf(_Combined):
+    """On as soon as one domain would turn on; off only when every domain turns off.
+
+    Off: turns on when some domain decides ``True`` from the off state. On: stays
+    on while some domain decides ``True`` from the on state, so a
+    :class:`Hysteresis` part still holds its band. ``compression`` uses two
+    parts: the ratio (the panels cross the network) or the declared reuse (they
+    are read many times where they are made).
+
+    Parameters
+    ----------
+    domains : list
+        Domains, or configuration entries ``{"domain": dotted.path, "kwargs": {...}}``.
+
+    Examples
+    --------
+    >>> either = AnyOf([Hysteresis(1.0, 8.0), AtLeast("reuse", on=4)])
+    >>> local_reused = ModeVector({"compute": 1}, reuse=16.0)       # ratio inf
+    >>> either.decide(local_reused, False)
+    True
+    >>> either.decide(ModeVector({"compute": 1}, reuse=1.0), True)  # local, read once
+    False
+    >>> either.decide(ModeVector({"compute": 1, "communication": 4}, reuse=1.0), False)
+    True
+    """
+
+    def decide(self, mode: ModeVector, state: bool) -> bool:
+        state = bool(state)
+        for domain in self.domains:
+            if domain.decide(mode, state):
+                return True
+        return False
 
 
 def _threshold(name: str, value: Any) -> float:

@@ -54,6 +54,13 @@ therefore shows as communication when its first producers are submitted, before
 any of them has run. ``asafe.distributed.expected-transfers: false`` turns the
 forecast off (the mode then sees transfers once they are measured).
 
+*Declared reuse.* A task built inside :func:`asafe.reuse` carries the annotation
+``asafe_reuse`` (how many times its output is read); the plugin keeps the
+declarations of the scheduled tasks, and of the last window of finished ones, in
+a :class:`~asafe.core.reuse.DeclaredReuse` that every mode reads as the signal
+``reuse`` -- known when the graph arrives, like the forecast. An annotation that
+is not a number >= 1 is ignored (warned once, counted in ``ignored_annotations``).
+
 Communication is therefore the explicitly typed ``communication`` tasks plus the
 planned and the measured inter-worker transfers. ``tracker.finished`` counts
 finished tasks plus measured transfers.
@@ -144,6 +151,7 @@ from dask.utils import parse_bytes
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 from ..core.config import parse_boolean  # environment variables arrive as strings
+from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import board, wire
@@ -351,7 +359,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.scheduler: Any = None
         self.tracker = self.runtime.tracker
         self.default_type = self.runtime.default_type
-        self._scheduled: dict[Any, list] = {}  # key -> [type, prefix]
+        self._scheduled: dict[Any, list] = {}  # key -> [type, prefix, declared reuse or None]
+        self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
+        self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.forecast = TransferForecast(self.tracker, self._bandwidth, self._worker_count, size=_logical_size)
         self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
         self._version = 0
@@ -404,7 +414,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             }
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
-        self._detach_signals = [self.runtime.add_signal("bandwidth", self._bandwidth)]
+        self._detach_signals = [self.runtime.add_signal("bandwidth", self._bandwidth),
+                                self.runtime.add_signal("reuse", self.reuse)]
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
@@ -440,6 +451,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     del scheduler.handlers[op]
         self._ready.clear()
         self._scheduled.clear()
+        self.reuse.clear_scheduled()
         self.forecast.clear()
         self.tracker.clear_scheduled()
 
@@ -447,6 +459,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """``client.restart()``: every scheduled task is gone."""
         try:
             self._scheduled.clear()
+            self.reuse.clear_scheduled()
             self.forecast.clear()
             self.tracker.clear_scheduled()
         except Exception:
@@ -522,26 +535,42 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # gone, its tracker event not made); set it right once per phase end.
         # Planned transfers are the forecast's and stay: outputs in memory may
         # still wait for consumers that are not submitted yet.
-        if self.tracker.scheduled_tasks():
+        if self.tracker.scheduled_tasks() or self.reuse.scheduled:
             self.tracker.clear_scheduled(planned=False)
+            self.reuse.clear_scheduled()
             self.repairs += 1
 
     def _type_of(self, ts: Any) -> list:
         annotations = ts.annotations
         annotated = annotations.get(ANNOTATION) if annotations else None
-        return [resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name]
+        return [resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name,
+                self._reuse_of(annotations)]
+
+    def _reuse_of(self, annotations: Any) -> float | None:
+        # A bad annotation is the user's, made with dask.annotate directly
+        # (asafe.reuse validates): warn once, count, and schedule as undeclared.
+        try:
+            return declared_reuse(annotations)
+        except (TypeError, ValueError) as exc:
+            self.ignored_annotations += 1
+            if self.ignored_annotations == 1:
+                logger.warning("asafe: ignored an asafe_reuse annotation (%s); the task counts as declaring no "
+                               "reuse. Counted in the plugin's ignored_annotations.", exc)
+            return None
 
     def _enter(self, key: Any) -> list:
         ts = self.scheduler.tasks[key]
         entry = self._type_of(ts)
         self._scheduled[key] = entry
         self.tracker.add(entry[0], entry[1])
+        self.reuse.add(entry[2])
         if self.expected_transfers:
             self.forecast.activate(ts)
         return entry
 
     def _discard(self, key: Any, entry: list) -> None:
         self.tracker.discard(entry[0], entry[1])
+        self.reuse.remove(entry[2], finished=False)
         ts = self.scheduler.tasks.get(key)
         if ts is not None:
             self.forecast.discarded(ts)
@@ -553,7 +582,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if ts is None:
                 return
             entry = self._type_of(ts)
-        task_type, prefix = entry
+        task_type, prefix, declared = entry
+        if scheduled:
+            self.reuse.remove(declared, finished=True)
+        else:
+            self.reuse.finished(declared)
         compute = 0.0
         transfers = None
         for startstop in kwargs.get("startstops") or ():
@@ -781,6 +814,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "errors": [list(e) for e in self.plugin_errors],
                 "fallbacks": dict(self.fallbacks),
                 "repairs": self.repairs,
+                "reuse": {"value": self.reuse.value, "scheduled": self.reuse.scheduled,
+                          "ignored_annotations": self.ignored_annotations},
             }
         return out
 
