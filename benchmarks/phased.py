@@ -2,12 +2,14 @@
 
 ``python -m benchmarks phased [--quick] [--section NAME ...] [--phases SET] [--tune-phases SET] [--calibrate] [--out DIR]``
 
-Tuning and evaluation use different phases. ``ratios`` and ``sweep`` -- the
-evidence alpha, beta, window and blend are chosen from -- run on the
-calibration set (``--tune-phases``, default ``calibration``); ``phases``
-evaluates on the demo's phases (``--phases default``) or on the held-out set
-(``--phases heldout``: other fills, tile sizes, panel counts, phase lengths and
-order, and a phase where the ratio and the payoff disagree).
+Tuning and evaluation use different phases. ``ratios``, ``sweep`` and
+``reuse`` -- the evidence alpha, beta, window, blend and the reuse threshold are
+chosen from -- run on the calibration set (``--tune-phases``, default
+``calibration``); ``phases`` evaluates on the demo's phases (``--phases
+default``) or on a held-out set (``--phases heldout``: other fills, tile sizes,
+panel counts, phase lengths and order, and a phase where the ratio and the
+payoff disagree; ``--phases heldout2``: fixed before the reuse threshold was
+evaluated, with declared reuse below, at and above it).
 
 The workload is :mod:`asafe.app.workload` (four phases whose balance of computation
 and communication changes for real reasons: placement, reuse, density, scale),
@@ -542,7 +544,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, calibration "
+                        help="phase set of the phases section: default, quick, heldout, heldout2, calibration "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
                         help="variants of the phases section, comma-separated from adaptive, per-task, hybrid, "

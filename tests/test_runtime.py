@@ -118,8 +118,9 @@ def test_runtime_pickles_with_its_states_and_history():
 def test_defaults_come_from_the_configuration():
     rt = AdaptiveRuntime()
     assert list(rt.optimizations) == ["compression", "wire-compression"]
-    domain = rt.optimizations["compression"].domain
-    assert (domain.alpha, domain.beta, domain.metric) == (0.5, 2.0, "ratio")
+    ratio, reused = rt.optimizations["compression"].domain.domains  # AnyOf
+    assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
+    assert (reused.metric, reused.on, reused.off) == ("reuse", 16.0, 16.0)
     ratio, cpu, link = rt.optimizations["wire-compression"].domain.domains
     assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
     assert (cpu.alpha, cpu.beta, cpu.metric) == (0.5, 0.8, "external_cpu")

@@ -34,7 +34,7 @@ def test_phase_validation():
         wl.phases_for("huge")
 
 
-@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout"])
+@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -199,3 +199,21 @@ def test_adaptive_variant_is_correct_and_records_its_transitions(client, expecte
     assert run.states[0][1] is False
     # the runtime is gone afterwards: is_on answers False on every worker again
     assert all(not s for s in client.run(lambda: asafe.is_on("compression")).values())
+
+
+def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
+    def body(phase):  # a phase's content, without its name
+        d = phase.as_dict()
+        d.pop("name"), d.pop("description")
+        return tuple(sorted(d.items()))
+
+    sets = {size: wl.phases_for(size) for size in ("default", "calibration", "heldout", "heldout2")}
+    for a in sets:
+        for b in sets:
+            if a < b:
+                assert not {p.name for p in sets[a]} & {p.name for p in sets[b]}, (a, b)
+                assert not {body(p) for p in sets[a]} & {body(p) for p in sets[b]}, (a, b)
+    # the second held-out set puts declared reuse below, at and above the threshold
+    reads = {p.vectors for p in sets["heldout2"] if p.placement == "local"}
+    threshold = wl.DEFAULT_THRESHOLDS.reuse
+    assert min(reads) < threshold < max(reads)

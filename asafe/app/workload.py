@@ -93,6 +93,7 @@ __all__ = [
     "TEST_PHASES",
     "CALIBRATION_PHASES",
     "HELD_OUT_PHASES",
+    "HELD_OUT_2_PHASES",
     "phases_for",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
@@ -305,12 +306,32 @@ HELD_OUT_PHASES: tuple[Phase, ...] = (
           panels=16, description="45%-full 64-tiles (above the cost model's threshold), local"),
 )
 
+#: A second held-out set, fixed after the first had been seen and before the
+#: ``reuse`` threshold (16 declared reads, chosen on the calibration phases) was
+#: evaluated: declared reuse below, at and above the threshold, on contents where
+#: compression pays back early (a sparse graph) and late (20%-full blocks), both
+#: placements, other scales, tiles and lengths, in an order that alternates them.
+HELD_OUT_2_PHASES: tuple[Phase, ...] = (
+    Phase("ho2-local-graph-reused8", scale=12, dense_fraction=0.05, placement="local", steps=4, vectors=8,
+          panels=8, description="a graph with 5% dense blocks, local, each panel multiplying 8 vectors"),
+    Phase("ho2-shipped-fill25", scale=12, dense_fraction=0.5, fill=0.25, placement="shipped", steps=4, panels=10,
+          description="half the tiles 25%-full blocks, shipped, read once"),
+    Phase("ho2-local-blocks-reused24", scale=12, tile=256, dense_fraction=0.6, fill=0.2, placement="local",
+          steps=3, vectors=24, panels=8, description="60% of the 256-tiles 20%-full blocks, local, 24 vectors"),
+    Phase("ho2-local-once", scale=13, tile=64, dense_fraction=1.0, fill=0.35, placement="local", steps=3,
+          panels=16, description="35%-full 64-tiles everywhere, local, read once"),
+    Phase("ho2-shipped-reused16", scale=11, dense_fraction=0.15, placement="shipped", steps=6, vectors=16,
+          panels=8, description="15% dense blocks on the graph, shipped, 16 vectors"),
+    Phase("ho2-local-sparse-reused32", scale=11, dense_fraction=0.0, placement="local", steps=5, vectors=32,
+          panels=6, description="a pure graph, local, each panel multiplying 32 vectors"),
+)
+
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
-          "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES}
+          "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
-    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"`` or ``"heldout"``.
+    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"`` or ``"heldout2"``.
 
     Examples
     --------
@@ -791,8 +812,14 @@ DEFAULT_THRESHOLDS = Thresholds(
         "decides when it holds a window's worth of tasks; the measured window weighs 10% (the sweep's blend\n"
         "row compares 0.1, 0.25, 0.5 and 1, the measured window alone).\n"
         "window = 16 measurements, about one step of a phase; dwell: 0.2 s and 16 finished tasks between\n"
-        "two toggles (kept from the previous calibration, not re-tuned)."
+        "two toggles (kept from the previous calibration, not re-tuned).\n"
+        "reuse = 16: compression is also on while the scheduled producers declare >= 16 reads per panel\n"
+        "(asafe.reuse). The local calibration phases with compression pinned on and off at 1, 2, 4, 8 and 16\n"
+        "reads (python -m benchmarks phased --section reuse, docs/results/calibration-reuse/, fba398c):\n"
+        "benchmarks.phased.reuse_rule takes the smallest reuse from which on won in every local phase:\n"
+        "cal-local-dense from 4 (1.05x), cal-local-fill20 only at 16 (1.075x; 0.89x-0.96x below)."
     ),
+    reuse=16.0,
 )
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -73,12 +74,9 @@ def validate_reuse(value: object) -> float:
     ...
     ValueError: reuse must be a finite number >= 1 (how many times a task's output is read), got 0.5
     """
-    if isinstance(value, bool):
-        raise TypeError(f"reuse must be a number such as 1 or 16, got {value!r}")
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TypeError(f"reuse must be a number such as 1 or 16, got {type(value).__name__} {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars are Real
+        raise TypeError(f"reuse must be a number such as 1 or 16, got {type(value).__name__} {value!r}")
+    number = float(value)
     if not math.isfinite(number) or number < 1:
         raise ValueError(f"reuse must be a finite number >= 1 (how many times a task's output is read), got {value!r}")
     return number
