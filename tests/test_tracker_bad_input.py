@@ -165,3 +165,12 @@ def test_whatever_the_events_mode_is_valid_and_counts_never_negative(events):
     assert all(math.isfinite(v) and v >= 0 for v in mode.shares.values())
     assert not mode.shares or sum(mode.shares.values()) == pytest.approx(1.0)
     assert all(math.isfinite(w) for w in (*tracker.scheduled_work().values(), *tracker.measured_work().values()))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1, 0, "soon", None, 1e12])
+def test_prime_ignores_what_is_not_a_duration(bad):
+    tracker = ModeTracker(window=4, blend=0.0, default_duration=0.001)
+    tracker.add("compute", "p")
+    assert tracker.prime("compute", "p", bad) is False
+    assert tracker.scheduled_work() == {"compute": 0.001}
+    assert tracker.prime("", "p", 1.0) is False  # an invalid type: no group

@@ -199,6 +199,43 @@ class ModeTracker:
                 return
         self._reject("finish", "task_type", task_type, _TYPE_RULE)
 
+    def prime(self, task_type: str, prefix: str, duration: float) -> bool:
+        """A prior for a group this tracker has not measured: what the scheduler already knows.
+
+        A runtime installed anew on a scheduler that has run a prefix starts from
+        the scheduler's own estimate of that prefix (Dask's
+        ``TaskPrefix.duration_average``) instead of its type's average or
+        ``default_duration``, as the forecast starts from what earlier
+        installations learned of output sizes. The prior is not a measurement:
+        the group's first measurement replaces it. A measured group, an invalid
+        duration (not a finite number of seconds > 0) or an invalid type change
+        nothing; returns whether the prior was taken.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=0.001)
+        >>> tracker.add("compute", "multiply")
+        >>> tracker.prime("compute", "multiply", 0.25), tracker.scheduled_work()
+        (True, {'compute': 0.25})
+        >>> tracker.finish("compute", "multiply", 0.5)
+        >>> tracker.prime("compute", "multiply", 0.25), tracker.expected_duration("compute", "multiply")
+        (False, 0.5)
+        """
+        try:
+            seconds = float(duration)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if not 0.0 < seconds <= MAX_SECONDS:  # NaN fails too; Dask's "unknown" is -1
+            return False
+        with self._lock:
+            group = self._group(task_type, prefix)
+            if group is None or group.measured or group.expected == seconds:
+                return False
+            old, group.expected = group.expected, seconds
+            if group.count:
+                self._scheduled[task_type] += group.count * (seconds - old)
+            return True
+
     def discard(self, task_type: str, prefix: str, count: int = 1) -> None:
         """``count`` scheduled tasks left without a measurement (lost, erred, cancelled)."""
         if not _is_count(count):

@@ -31,6 +31,11 @@ tracker event:
   is no longer scheduled;
 * ``restart``: ``clear_scheduled()``.
 
+A group (type, prefix) the tracker has not measured yet counts at the duration
+Dask has learned for that prefix (``TaskPrefix.duration_average``,
+:meth:`~asafe.ModeTracker.prime`), so that a runtime installed anew on a
+scheduler that has run the prefix does not start from the 1 ms default.
+
 The type is resolved by :func:`asafe.core.types.resolve_type`: the ``asafe_type``
 annotation (``ts.annotations``), else the :func:`asafe.typed` attribute of the
 task's function (``ts.run_spec``, fused subgraphs included), else the runtime's
@@ -563,6 +568,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         entry = self._type_of(ts)
         self._scheduled[key] = entry
         self.tracker.add(entry[0], entry[1])
+        self.tracker.prime(entry[0], entry[1], ts.prefix.duration_average)  # what Dask learned, until measured
         self.reuse.add(entry[2])
         if self.expected_transfers:
             self.forecast.activate(ts)

@@ -16,6 +16,8 @@ cannot pass by accident.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,45 @@ def test_a_new_installation_forecasts_a_prefix_the_scheduler_has_run(client, mak
     assert first[0] is False  # a prefix this scheduler never ran: its size is unknown
     assert again == [True] * TASKS  # a fresh runtime, and every task of the phase ran compressed
     assert forecast["output_bytes"]["remembered-produce"] == pytest.approx(SHIPPED_BYTES, rel=0.01)
+
+
+def _sleepy(i, event_name=None):
+    import time
+
+    from distributed import Event
+
+    if event_name is not None:
+        Event(event_name).wait(timeout=30)
+    else:
+        time.sleep(0.05)
+    return i
+
+
+def _scheduled_compute(dask_scheduler):
+    return dask_scheduler.plugins["asafe"].tracker.scheduled_work().get("compute", 0.0)
+
+
+def test_a_new_installation_starts_from_the_schedulers_task_durations(client, make_runtime, installed):
+    # Dask learns a duration per key prefix (TaskPrefix.duration_average) and
+    # keeps it across installations; a fresh runtime must not count a prefix the
+    # scheduler has run at the 1 ms default until its own first measurement.
+    from distributed import Event
+
+    with installed(client, make_runtime()):
+        client.gather(client.map(_sleepy, range(4), key=[f"sleepy-{i}" for i in range(4)], pure=False))
+    go = Event("asafe-test-go")
+    with installed(client, make_runtime()):
+        held = client.map(_sleepy, range(4), ["asafe-test-go"] * 4, key=[f"sleepy-{i}" for i in range(4, 8)],
+                          pure=False)
+        try:
+            expected = 0.0
+            for _ in range(100):  # the tasks reach the scheduler
+                expected = client.run_on_scheduler(_scheduled_compute)
+                if expected > 0:
+                    break
+                time.sleep(0.02)
+        finally:
+            go.set()
+        assert client.gather(held) == [0, 1, 2, 3]
+    # four tasks at Dask's ~50 ms, not at the 1 ms default
+    assert 4 * 0.02 < expected < 4 * 1.0
