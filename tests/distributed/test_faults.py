@@ -230,6 +230,36 @@ def test_workers_restarted_with_client_restart(client, make_runtime, installed, 
                    "not an error: handle.plugin_errors and handle.errors empty"))
 
 
+def test_faults_on_a_cluster_secured_with_tls(make_cluster_factory, make_runtime, installed, boards):
+    """A worker killed mid-phase and a lost state push, every message over TLS (distributed.Security)."""
+    pytest.importorskip("cryptography")
+    from distributed import Client, Security
+
+    security = Security.temporary()  # a self-signed certificate and key made in memory
+    n = 40
+    with make_cluster_factory(security=security) as cluster, Client(cluster, security=security) as client:
+        client.wait_for_workers(2)
+        assert all(a.startswith("tls://") for a in [client.scheduler.address, *client.scheduler_info()["workers"]])
+        rt = make_runtime(alpha=float("inf"), beta=float("inf"))  # on at the first communication, then kept
+        with installed(client, rt) as handle:
+            futures = client.map(slow_ship, range(n), pure=False)
+            wait_until(lambda: sum(f.done() for f in futures) >= 4, 60, "the phase to start")
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            client.run(os._exit, 1, workers=[victim], on_error="ignore", callback_timeout=10)
+            results = client.gather(futures)
+            client.wait_for_workers(2, timeout=60)  # the nanny restarted it, over TLS too
+            ok = consistent(client, handle, boards)  # the restarted worker has the states
+            client.run(_drop_pushes, n=1)
+            handle.set_state("compression", False)  # the push is lost on every worker
+            ok = ok and consistent(client, handle, boards)  # the resync repairs it, over TLS
+            again = client.gather(client.map(slow_ship, range(n), pure=False))
+            wait_until(lambda: tracker_idle(handle), BOUND, "the tracker to be idle")
+            assert handle.plugin_errors == [] and handle.errors == []
+    assert lost(results, n) == 0 and lost(again, n) == 0
+    REPORT.append(("TLS: worker killed mid-phase, then a state push lost", 2, lost(results, n) + lost(again, n), ok,
+                   "not an error: handle.plugin_errors and handle.errors empty"))
+
+
 def tracker_bytes(tracker):
     """Bytes held by the tracker's containers and what they hold (groups, ring, sums)."""
     size = sum(sys.getsizeof(c) for c in (tracker._groups, tracker._type_average, tracker._scheduled,
@@ -255,7 +285,8 @@ def test_100k_tasks_through_the_scheduler_plugin_keep_the_tracker_bounded():
         for i in range(first, first + count):
             key = f"p{i}-0"
             tasks[key] = types.SimpleNamespace(key=key, annotations={}, run_spec=None, state="processing",
-                                               prefix=types.SimpleNamespace(name=f"p{i}"), dependencies=(),
+                                               prefix=types.SimpleNamespace(name=f"p{i}", duration_average=-1),
+                                               dependencies=(),
                                                dependents=(), who_has=(), worker_restrictions=None,
                                                loose_restrictions=False, nbytes=8, metadata={})
             plugin.transition(key, "waiting", "processing")
