@@ -106,7 +106,8 @@ def ratio_percentiles(ratios: Sequence[float]) -> dict[str, Any]:
     return {"n": int(values.size), **{f"p{q}": fix(float(np.percentile(finite, q))) for q in _PERCENTILES}}
 
 
-def thresholds_rule(shipped_p50: float, shipped_p90: float, local_p5: float, local_p50: float) -> tuple[float, float]:
+def thresholds_rule(shipped_p50: float, shipped_p90: float, local_p5: float, local_p50: float,
+                    blend: float | None = None) -> tuple[float, float]:
     """alpha and beta from the calibration ratios, each rounded to a power of two.
 
     Compression must turn on in a shipped phase and stay off in a local one: one
@@ -116,15 +117,33 @@ def thresholds_rule(shipped_p50: float, shipped_p90: float, local_p5: float, loc
     the shipped phases' 90th percentile and the local phases' median. Each is the
     geometric mean of its two bounds.
 
+    With a ``blend`` (the measured window's weight), beta must also stay below
+    ``(1 - blend) / blend``: a scheduled view of pure compute beside a window of
+    pure communication (the first moment of a local phase after a shipped one)
+    reads exactly that ratio, and a beta at or above it could not switch off
+    until the window itself turned over. beta is then the largest power of two
+    below that ceiling (and alpha at most beta).
+
     Examples
     --------
     >>> thresholds_rule(0.65, 1.4, 1.6, 58.0)
     (1.0, 8.0)
+    >>> thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=0.1)   # ceiling 9: 8 fits
+    (1.0, 8.0)
+    >>> thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=0.2)   # ceiling 4: beta 2
+    (1.0, 2.0)
     """
     def power_of_two(x: float) -> float:
         return float(2.0 ** round(math.log2(x)))
 
-    return power_of_two(math.sqrt(shipped_p50 * local_p5)), power_of_two(math.sqrt(shipped_p90 * local_p50))
+    alpha = power_of_two(math.sqrt(shipped_p50 * local_p5))
+    beta = power_of_two(math.sqrt(shipped_p90 * local_p50))
+    if blend is not None and 0.0 < blend < 1.0:
+        ceiling = (1.0 - blend) / blend
+        while beta >= ceiling:
+            beta /= 2.0
+        alpha = min(alpha, beta)
+    return alpha, beta
 
 
 def reuse_rule(gains: dict[str, dict[int, float]]) -> float:
@@ -188,7 +207,7 @@ def section_ratios(client: Any, phases: list, thresholds: Any, expected: list, r
               "local_p5_min": bound("local", "p5", min), "local_p50_min": bound("local", "p50", min)}
     if all(v is not None and 0 < v < math.inf for v in bounds.values()):
         alpha, beta = thresholds_rule(bounds["shipped_p50_max"], bounds["shipped_p90_max"],
-                                      bounds["local_p5_min"], bounds["local_p50_min"])
+                                      bounds["local_p5_min"], bounds["local_p50_min"], blend=thresholds.blend)
         record["summary"] = {**bounds, "rule_alpha": alpha, "rule_beta": beta,
                              "alpha": thresholds.alpha, "beta": thresholds.beta}
         print(f"shipped phases: median at most {_fmt_ratio(bounds['shipped_p50_max'])}, p90 at most "

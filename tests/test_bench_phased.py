@@ -49,3 +49,12 @@ def test_the_reuse_section_measures_each_local_phase_at_each_reuse(tmp_path):
             assert len(point["samples_s"]["static-on"]) == len(point["samples_s"]["static-off"]) == 3
     assert float(record["rule"]["reuse"]) == phased.reuse_rule(  # JSON writes inf as "inf"
         {name: {int(r): p["off_over_on"] for r, p in by_reuse.items()} for name, by_reuse in record["phases"].items()})
+
+
+def test_thresholds_rule_keeps_beta_below_what_the_blend_lets_the_ratio_reach():
+    # (1 - blend) / blend is the ratio of a pure-compute scheduled view beside a
+    # pure-communication window: a beta at or above it cannot switch off at a phase start
+    for blend in (0.05, 0.1, 0.2, 0.25, 0.5):
+        alpha, beta = phased.thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=blend)
+        assert beta < (1 - blend) / blend and alpha <= beta
+    assert phased.thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=1.0) == (1.0, 8.0)  # the window alone: no ceiling
