@@ -215,10 +215,7 @@ class AllOf(_Combined):
 
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
-        for domain in self.domains:
-            if not domain.decide(mode, state):
-                return False
-        return True
+        return all(domain.decide(mode, state) for domain in self.domains)
 
 
 class AnyOf(_Combined):
@@ -249,10 +246,7 @@ class AnyOf(_Combined):
 
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
-        for domain in self.domains:
-            if domain.decide(mode, state):
-                return True
-        return False
+        return any(domain.decide(mode, state) for domain in self.domains)
 
 
 def _threshold(name: str, value: Any) -> float:
