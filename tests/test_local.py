@@ -1,5 +1,6 @@
 """Adaptive runs on Dask's real local schedulers: threads, sync and processes."""
 import dataclasses
+import math
 import time
 
 import dask
@@ -286,3 +287,40 @@ def test_annotated_and_unannotated_tasks_of_one_function_keep_their_types():
     assert counts == {"compute": 12, "io": 6}
     assert set(rt.tracker.measured_work()) == {"compute", "io"}
     assert rt.tracker.finished == 18 and rt.tracker.scheduled_work() == {}
+
+
+def _reuse_runtime():
+    domain = asafe.AnyOf([Hysteresis(alpha=0.5, beta=2.0), asafe.AtLeast("reuse", on=8)])
+    return AdaptiveRuntime([Optimization("compression", domain)], window=32, dwell=0, dwell_tasks=0,
+                           interval=0, signals=False)
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_a_graph_that_declares_reuse_runs_compressed_from_its_first_task(scheduler):
+    # compute only: the ratio says off whatever the graph; the declared reuse decides
+    rt = _reuse_runtime()
+    with asafe.adaptive(rt, scheduler=scheduler):
+        (plain,) = dask.compute(phase(work, n=20))
+        with asafe.reuse(16):
+            reused = phase(work, n=20)
+        (seen_reused,) = dask.compute(reused)
+        assert rt.history[0].mode.signals["reuse"] == 16.0  # switched on by the graph's declaration
+        assert math.isnan(rt.mode.signals["reuse"])  # nothing running declares anything now
+        with asafe.reuse(2):
+            once = phase(work, n=20)
+        (seen_once,) = dask.compute(once)
+    assert not any(plain)
+    assert all(seen_reused)  # the first task included: decided at the graph's start
+    assert not any(seen_once)  # 2 reads declared: off from the first task
+    assert [(t.old, t.new) for t in rt.history] == [(False, True), (True, False)]
+    assert "reuse" not in rt._signal_sources  # detached on exit
+
+
+def test_a_bad_reuse_annotation_is_ignored_on_the_local_schedulers(caplog):
+    rt = _reuse_runtime()
+    with asafe.adaptive(rt, scheduler="sync"):
+        with dask.annotate(asafe_reuse="many"):  # not through asafe.reuse, which refuses it
+            tasks = phase(work, n=5)
+        (seen,) = dask.compute(tasks)
+    assert not any(seen) and rt.history == []
+    assert any("ignored asafe_reuse" in r.getMessage() for r in caplog.records)

@@ -23,12 +23,22 @@ receives and then runs the scheduler you chose. A ``dask.compute(...,
 scheduler=...)`` call that names a scheduler explicitly bypasses that ``get``:
 its tasks are still tracked, typed by :func:`asafe.typed` and the default type.
 
+Declared reuse. The same ``get`` reads the ``asafe_reuse`` annotations
+(:func:`asafe.reuse`): while a computation runs, the mode's ``reuse`` signal is
+the mean reuse its graph declares (over the annotated tasks; a graph that
+declares none reads ``nan``). The local schedulers know the whole graph at its
+start, so this is the graph's value from its first task; unlike the distributed
+plugin's, which follows the scheduled tasks, it does not change within one
+computation.
+
 States reach tasks through :mod:`asafe.schedulers.board`: in-process for threads and the
 synchronous scheduler, through a shared memory map for the processes scheduler.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -46,13 +56,15 @@ except ImportError:  # pragma: no cover - older Dask
     _execute_subgraph = None
 
 from ..core.config import parse_boolean
+from ..core.reuse import REUSE_ANNOTATION, validate_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, resolve_type, type_of_callable
 from . import board
 
 __all__ = ["adaptive"]
 
-_run = threading.local()  # per calling thread: the annotations of the pending compute
+logger = logging.getLogger("asafe")
+_run = threading.local()  # per calling thread: the annotations and declared reuse of the pending compute
 _RUN = "asafe-run"  # the key of a run's _Run in Dask's per-run ``state`` dict
 
 
@@ -171,6 +183,7 @@ class _TrackingCallback(Callback):
         #: Whether the compiled hooks run (configured, and built).
         self.compiled = _hotpath is not None and _compiled_hooks_configured()
         self._hooks = None
+        self._declared: dict[int, float] = {}  # id(run) -> the reuse its graph declares, while it runs
         if self.compiled:  # instance attributes shadow the methods for Dask's Callback
             self._hooks = _hotpath.Hooks(self._resolve, self._flush, _prefix)  # clock: perf_counter's
             self._pretask = self._hooks.pretask
@@ -181,8 +194,18 @@ class _TrackingCallback(Callback):
     # with one ``state`` dict per run.
     def _start_state(self, dsk: Mapping, state: dict) -> None:
         run = state[_RUN] = _Run(getattr(_run, "annotations", None) or {})
+        declared = getattr(_run, "reuse", None)
+        if declared is not None:
+            self._declared[id(run)] = declared
         self._schedule(run, state["ready"], dsk)
         self._flush(run, time.perf_counter())
+        if declared is not None:
+            self.runtime.evaluate()  # the declared reuse is known now: decide before the first task
+
+    def declared_reuse(self) -> float:
+        """The mode's ``reuse`` signal: the mean declared by the running computations' graphs, else ``nan``."""
+        values = list(self._declared.values())
+        return sum(values) / len(values) if values else math.nan
 
     def _schedule(self, run: _Run, keys: Any, dsk: Mapping) -> None:
         """Count every task of ``keys`` as scheduled in its tally."""
@@ -225,6 +248,7 @@ class _TrackingCallback(Callback):
         run = state.pop(_RUN, None)
         if run is None:  # the run failed before start_state
             return
+        self._declared.pop(id(run), None)
         self.tracker.ingest(run.drain())
         for tally in run.tallies:  # scheduled but never finished (an error)
             if tally.in_flight > 0:
@@ -334,14 +358,38 @@ class _AnnotatedGet:
 
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         annotations_of = getattr(dsk, "__dask_annotations__", None)
-        annotations = annotations_of().get(ANNOTATION, {}) if annotations_of else {}
+        every = annotations_of() if annotations_of else {}
         get = dask.base.get_scheduler(scheduler=self.scheduler)
-        previous = getattr(_run, "annotations", None)
-        _run.annotations = annotations
+        previous = getattr(_run, "annotations", None), getattr(_run, "reuse", None)
+        _run.annotations = every.get(ANNOTATION, {})
+        _run.reuse = _graph_reuse(every.get(REUSE_ANNOTATION, {}))
         try:
             return get(dsk, keys, **kwargs)
         finally:
-            _run.annotations = previous
+            _run.annotations, _run.reuse = previous
+
+
+def _graph_reuse(declared: Mapping) -> float | None:
+    """The mean reuse a graph's tasks declare (``asafe_reuse`` per key), ``None`` if none does.
+
+    A value that is not a number >= 1 (set with ``dask.annotate`` directly;
+    :func:`asafe.reuse` refuses it) is left out, with one warning per graph.
+
+    Examples
+    --------
+    >>> _graph_reuse({"a": 16.0, "b": 8.0}), _graph_reuse({})
+    (12.0, None)
+    """
+    total, count, bad = 0.0, 0, None
+    for value in declared.values():
+        try:
+            total += validate_reuse(value)
+            count += 1
+        except (TypeError, ValueError) as exc:
+            bad = exc
+    if bad is not None:
+        logger.warning("asafe: ignored asafe_reuse annotations of this graph (%s)", bad)
+    return total / count if count else None
 
 
 @contextlib.contextmanager
@@ -393,10 +441,12 @@ def adaptive(runtime: AdaptiveRuntime | None = None, scheduler: Any = None) -> I
     previous_states = board.publish(runtime.states, shared=True)
     unsubscribe = runtime.subscribe(lambda states, _: board.publish(states, shared=True))
     callback = _TrackingCallback(runtime)
+    detach_reuse = runtime.add_signal("reuse", callback.declared_reuse)
     try:
         with dask.config.set(scheduler=_AnnotatedGet(underlying)), callback:
             yield runtime
     finally:
+        detach_reuse()
         unsubscribe()
         board.restore(previous_states)
 
