@@ -10,8 +10,11 @@ reads back states; everything in between lives here, in the order of the flow:
 * :mod:`~asafe.core.tracker` -- the :class:`~asafe.ModeTracker`, which turns
   scheduled and finished tasks into a mode vector in O(1) per event;
 * :mod:`~asafe.core.signals` -- cpu and memory load sampled for the mode;
-* :mod:`~asafe.core.domains` -- efficiency domains (:class:`~asafe.Hysteresis`)
-  that map a mode and a state to the next state;
+* :mod:`~asafe.core.reuse` -- how many times a task's output is read, as tasks
+  declare it (:func:`~asafe.reuse`), and the mode's ``reuse`` signal made of it;
+* :mod:`~asafe.core.domains` -- efficiency domains (:class:`~asafe.Hysteresis`,
+  :class:`~asafe.AtLeast`, combined by :class:`~asafe.AllOf` and
+  :class:`~asafe.AnyOf`) that map a mode and a state to the next state;
 * :mod:`~asafe.core.runtime` -- :class:`~asafe.Optimization` and the controller,
   :class:`~asafe.AdaptiveRuntime`, which evaluates the domains, applies the dwell
   rule, records transitions and tells its subscribers;
