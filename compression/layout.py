@@ -421,7 +421,10 @@ def _csr_tile_counts(indptr, indices, m, n, tile, nbc, cap_ptr, shift):
             while k < end:
                 j = np.int64(indices[k])
                 J = _tile_of(j, tile, shift)
-                q = _run_end(indices, k, end, j, min((J + 1) * tile, n))
+                if k + 1 < end and indices[k + 1] == j + 1:  # a run: find its end (O(1) in a dense tile)
+                    q = _run_end(indices, k, end, j, min((J + 1) * tile, n))
+                else:  # a lone non-zero (a sparse row): one at a time, as a plain count
+                    q = k + 1
                 if cnt[J] == 0:
                     buf_col[base + nt] = J
                     nt += 1
