@@ -174,3 +174,5 @@ def test_prime_ignores_what_is_not_a_duration(bad):
     assert tracker.prime("compute", "p", bad) is False
     assert tracker.scheduled_work() == {"compute": 0.001}
     assert tracker.prime("", "p", 1.0) is False  # an invalid type: no group
+    tracker.add("compute", "q", prior=bad)  # the same rule when the prior comes with the task
+    assert tracker.expected_duration("compute", "q") == 0.001

@@ -169,11 +169,19 @@ class ModeTracker:
         self._reject_lock = threading.Lock()
 
     # events -----------------------------------------------------------------
-    def add(self, task_type: str, prefix: str) -> None:
-        """A task of this type and key prefix is now scheduled (ready or running)."""
+    def add(self, task_type: str, prefix: str, prior: float | None = None) -> None:
+        """A task of this type and key prefix is now scheduled (ready or running).
+
+        ``prior``: the scheduler's estimate of the group's duration, taken as
+        :meth:`prime` takes it (only while the group is unmeasured), in the same
+        lookup.
+        """
+        seconds = None if prior is None else _prior_seconds(prior)
         with self._lock:
             group = self._group(task_type, prefix)
             if group is not None:
+                if seconds is not None:
+                    self._prime(group, seconds)
                 self._schedule(group, 1)
                 return
         self._reject("add", "task_type", task_type, _TYPE_RULE)
@@ -221,20 +229,12 @@ class ModeTracker:
         >>> tracker.prime("compute", "multiply", 0.25), tracker.expected_duration("compute", "multiply")
         (False, 0.5)
         """
-        try:
-            seconds = float(duration)
-        except (TypeError, ValueError, OverflowError):
-            return False
-        if not 0.0 < seconds <= MAX_SECONDS:  # NaN fails too; Dask's "unknown" is -1
+        seconds = _prior_seconds(duration)
+        if seconds is None:
             return False
         with self._lock:
             group = self._group(task_type, prefix)
-            if group is None or group.measured or group.expected == seconds:
-                return False
-            old, group.expected = group.expected, seconds
-            if group.count:
-                self._scheduled[task_type] += group.count * (seconds - old)
-            return True
+            return group is not None and self._prime(group, seconds)
 
     def discard(self, task_type: str, prefix: str, count: int = 1) -> None:
         """``count`` scheduled tasks left without a measurement (lost, erred, cancelled)."""
@@ -419,6 +419,15 @@ class ModeTracker:
             self._groups.move_to_end(key)
         return group
 
+    def _prime(self, group: _Group, seconds: float) -> bool:
+        # a prior replaces the expected duration of a group not measured yet
+        if group.measured or group.expected == seconds:
+            return False
+        old, group.expected = group.expected, seconds
+        if group.count:
+            self._scheduled[group.task_type] += group.count * (seconds - old)
+        return True
+
     def _schedule(self, group: _Group, n: int) -> None:
         task_type = group.task_type
         group.count += n
@@ -569,6 +578,15 @@ def _problem(value: object) -> str:
 def _shares(work: dict[str, float]) -> dict[str, float]:
     total = sum(work.values())
     return {t: w / total for t, w in work.items()} if total > 0 else {}
+
+
+def _prior_seconds(duration: object) -> float | None:
+    """A prior duration as seconds, or ``None`` if it is not a finite number of seconds > 0."""
+    try:
+        seconds = float(duration)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return seconds if 0.0 < seconds <= MAX_SECONDS else None  # NaN fails too; Dask's "unknown" is -1
 
 
 def _blend(scheduled: dict[str, float], measured: dict[str, float], blend: float,

@@ -567,13 +567,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         ts = self.scheduler.tasks[key]
         entry = self._type_of(ts)
         self._scheduled[key] = entry
-        self.tracker.add(entry[0], entry[1])
         learned = getattr(ts.prefix, "duration_average", None)  # what Dask learned, until measured here
         if learned is None:
             _fallback(self, "prefix-duration", "TaskPrefix.duration_average is missing: a new installation "
                       "counts a prefix at the default duration until it measures one")
-        else:
-            self.tracker.prime(entry[0], entry[1], learned)
+        self.tracker.add(entry[0], entry[1], prior=learned)
         self.reuse.add(entry[2])
         if self.expected_transfers:
             self.forecast.activate(ts)
