@@ -252,7 +252,7 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
         label = "warm-up" if run.warmup else f"round {run.repetition + 1}"
         print(f"  {run.variant:>10} {label:>8}: " + " ".join(f"{p.seconds:7.3f}" for p in run.phases)
               + f"  total {run.seconds:7.3f} s  {'correct' if run.correct else 'WRONG'}"
-              + (f"  transitions {len(run.transitions)}" if run.variant in ("adaptive", "hybrid") else "")
+              + (f"  transitions {len(run.transitions)}" if run.variant in wl.INSTALLED else "")
               + (f"  compressed {sum(d['compress'] for d in run.decisions)}/{len(run.decisions)}"
                  if run.decisions else ""), flush=True)
 
@@ -566,8 +566,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="phase set of the phases section: default, quick, heldout, heldout2, calibration "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
-                        help="variants of the phases section, comma-separated from adaptive, per-task, hybrid, "
-                             "static-on, static-off (default: adaptive,per-task,static-on,static-off)")
+                        help="variants of the phases section, comma-separated from adaptive, adaptive-ready, "
+                             "per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
+                             "static-off)")
     parser.add_argument("--tune-phases", default="calibration", metavar="SET",
                         help="phase set of the ratios and sweep sections (default: calibration)")
     return parser

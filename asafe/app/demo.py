@@ -132,7 +132,7 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
 
 
 #: The variants compared with the others (``new_vs_base``), in this order.
-_COMPARED = ("adaptive", "hybrid", "per-task")
+_COMPARED = ("adaptive", "adaptive-ready", "hybrid", "per-task")
 
 
 def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
@@ -377,7 +377,7 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.set_title(title, fontsize=8)
     names = [p["name"] for p in report["phases"]]
     variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
-    colors = {"adaptive": "tab:blue", "per-task": "tab:purple", "hybrid": "tab:cyan", "static-on": "tab:green",
+    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "per-task": "tab:purple", "hybrid": "tab:cyan", "static-on": "tab:green",
               "static-off": "tab:red", "oracle": "0.5"}
     width = 0.8 / len(variants)
     for k, v in enumerate(variants):

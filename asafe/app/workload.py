@@ -854,14 +854,16 @@ def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool 
 #: The variants measured by default: asafe's global mode, the per-task cost rule
 #: (:mod:`asafe.app.pertask`, the strongest alternative design) and the static settings.
 VARIANTS = ("adaptive", "per-task", "static-on", "static-off")
-#: Every variant that can be run: the default ones and ``hybrid`` (the global mode
-#: as a prior, the per-task payoff as evidence).
-ALL_VARIANTS = ("adaptive", "per-task", "hybrid", "static-on", "static-off")
+#: Every variant that can be run: the default ones, ``hybrid`` (the global mode
+#: as a prior, the per-task payoff as evidence) and ``adaptive-ready`` (adaptive
+#: with a scheduled view of ready tasks only, without the next wave: the design
+#: before it, for side-by-side runs).
+ALL_VARIANTS = ("adaptive", "adaptive-ready", "per-task", "hybrid", "static-on", "static-off")
 #: The variant that is not run: the best static setting per phase, chosen after the fact.
 ORACLE = "oracle"
-_COMPRESS = {"adaptive": None, "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
+_COMPRESS = {"adaptive": None, "adaptive-ready": None, "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
 #: Variants that install asafe's runtime.
-INSTALLED = ("adaptive", "hybrid")
+INSTALLED = ("adaptive", "adaptive-ready", "hybrid")
 
 
 @dataclass
@@ -920,7 +922,8 @@ def run_variant(
     """One run of every phase under one variant.
 
     ``adaptive`` installs a fresh :func:`adaptive_runtime` first (outside the
-    timed phases) and removes it after; the static variants run without asafe
+    timed phases) and removes it after (``adaptive-ready`` the same, counting
+    ready tasks only: ``next_wave=False``); the static variants run without asafe
     installed and pass their setting to every producer (the strongest baseline:
     no plugin cost at all). ``on_step(phase_index, step, steps, handle)`` is
     called between steps (outside the timing); ``handle`` is the
@@ -936,7 +939,7 @@ def run_variant(
     if variant in INSTALLED:
         from ..schedulers.distributed import install
 
-        handle = install(client, adaptive_runtime(thresholds))
+        handle = install(client, adaptive_runtime(thresholds), next_wave=variant != "adaptive-ready")
     try:
         callback = None
         if on_step is not None:

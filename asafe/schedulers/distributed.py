@@ -52,6 +52,7 @@ def install(
     timeout: float | str | None = None,
     transfer_correction: bool | None = None,
     expected_transfers: bool | None = None,
+    next_wave: bool | None = None,
 ) -> "RuntimeHandle":
     """Run ``runtime`` on the cluster behind ``client``.
 
@@ -64,7 +65,7 @@ def install(
     timeout : float or str, optional
         How long the check that every worker can import asafe may take. Default
         ``asafe.distributed.timeout``.
-    transfer_correction, expected_transfers : bool, optional
+    transfer_correction, expected_transfers, next_wave : bool, optional
         See :class:`asafe.schedulers.plugins.AdaptiveSchedulerPlugin`; defaults from
         ``asafe.distributed.*`` (configuration keys).
 
@@ -102,7 +103,8 @@ def install(
     token = _TOKENS[runtime] = _new_token()
     client.register_plugin(
         AdaptiveSchedulerPlugin(
-            runtime, token=token, transfer_correction=transfer_correction, expected_transfers=expected_transfers
+            runtime, token=token, transfer_correction=transfer_correction, expected_transfers=expected_transfers,
+            next_wave=next_wave,
         )
     )
     client.register_plugin(AdaptiveWorkerPlugin(token=token))

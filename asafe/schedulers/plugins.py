@@ -7,19 +7,24 @@
 
 Scheduler events -> the mode tracker
 ------------------------------------
-A task is *scheduled* (ready or running) while the scheduler holds it in one of
-the states ``queued``, ``no-worker`` or ``processing``. The scheduler plugin keeps
-the type and key prefix of exactly those tasks (a dict bounded by the scheduled
-set, which the scheduler holds anyway) and maps every transition to one O(1)
-tracker event:
+A task is *scheduled* while it is ready or running (the scheduler holds it in
+one of the states ``queued``, ``no-worker`` or ``processing``) or in the *next
+wave*: waiting, with every dependency ready, running or in memory, so that it
+runs as soon as the tasks now scheduled finish. The scheduler plugin keeps the
+type and key prefix of exactly those tasks (a dict bounded by the scheduled
+set, which the scheduler holds anyway) and maps every transition to O(1)
+tracker events (plus, when a task becomes ready, one check per dependency edge
+of its dependents, to find the next wave):
 
 * ``update_graph`` (a graph or a batch of futures arrives, before its first
   transition): ``add(type, prefix)`` for each new task whose dependencies are all
-  in memory -- it is ready now -- and the transfers the graph will make are
-  planned (below); then the domains are evaluated, so that a state decided here
-  reaches every worker's stream ahead of the graph's first tasks;
+  in memory -- it is ready now -- and for the next wave behind them; the
+  transfers the graph will make are planned (below); then the domains are
+  evaluated, so that a state decided here reaches every worker's stream ahead
+  of the graph's first tasks;
 * ``waiting -> queued``, ``waiting -> no-worker``, ``waiting -> processing``:
-  ``add(type, prefix)`` -- the task is ready (unless counted at submission);
+  ``add(type, prefix)`` -- the task is ready (unless counted at submission or in
+  the next wave), and its dependents may join the next wave;
 * ``queued -> processing``, ``no-worker -> processing``: nothing (already
   counted);
 * ``processing -> memory``: ``finish(type, prefix, compute seconds)``, and the
@@ -30,6 +35,16 @@ tracker event:
   ``processing -> released`` (discarded above); a sweep drops any entry whose task
   is no longer scheduled;
 * ``restart``: ``clear_scheduled()``.
+
+*Why the next wave.* The forecast plans the transfers an output will make while
+its producer is ready or running. A phase that begins with one task making a
+vector that every panel reads would otherwise show that one task's compute
+against the transfers planned for its output -- communication -- for as long as
+it runs, in a phase that computes; counting the panels waiting on it balances
+the two. One wave only, so a large graph shows the work about to run, not all
+of it; a task with more than 32 dependencies joins when it is ready (checking
+each would cost O(fan-in) per edge). ``asafe.distributed.next-wave: false``
+counts ready tasks only.
 
 A group (type, prefix) the tracker has not measured yet counts at the duration
 Dask has learned for that prefix (``TaskPrefix.duration_average``,
@@ -295,6 +310,7 @@ def _settings() -> dict[str, Any]:
     return {
         "transfer_correction": parse_boolean(get("asafe.distributed.transfer-correction", True)),
         "expected_transfers": parse_boolean(get("asafe.distributed.expected-transfers", True)),
+        "next_wave": parse_boolean(get("asafe.distributed.next-wave", True)),
         "bandwidth_min_bytes": parse_bytes(get("asafe.distributed.bandwidth-min-bytes", "64 KiB")),
         "record_sizes": parse_boolean(get("asafe.distributed.record-sizes", True)),
     }
@@ -315,6 +331,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         Plan the transfers of each submitted graph in the scheduled view (the
         forecast, see the module docstring). Default
         ``asafe.distributed.expected-transfers``.
+    next_wave : bool, optional
+        Count the next wave (waiting tasks whose every dependency is ready,
+        running or in memory) as scheduled, see the module docstring. Default
+        ``asafe.distributed.next-wave``.
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
         ``asafe.distributed.bandwidth-min-bytes``.
@@ -343,6 +363,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         *,
         transfer_correction: bool | None = None,
         expected_transfers: bool | None = None,
+        next_wave: bool | None = None,
         bandwidth_min_bytes: int | None = None,
         register_worker_plugin: bool = False,
         token: str | None = None,
@@ -355,6 +376,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.runtime = runtime
         self.transfer_correction = defaults["transfer_correction"] if transfer_correction is None else bool(transfer_correction)
         self.expected_transfers = defaults["expected_transfers"] if expected_transfers is None else bool(expected_transfers)
+        self.next_wave = defaults["next_wave"] if next_wave is None else bool(next_wave)
         self.bandwidth_min_bytes = int(defaults["bandwidth_min_bytes"] if bandwidth_min_bytes is None else bandwidth_min_bytes)
         self.register_worker_plugin = bool(register_worker_plugin)
         self.token = token or uuid.uuid4().hex
@@ -364,7 +386,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.scheduler: Any = None
         self.tracker = self.runtime.tracker
         self.default_type = self.runtime.default_type
-        self._scheduled: dict[Any, list] = {}  # key -> [type, prefix, declared reuse or None]
+        # key -> [type, prefix, declared reuse or None, ready]; ready False: the next wave
+        self._scheduled: dict[Any, list] = {}
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.forecast = TransferForecast(self.tracker, self._bandwidth, self._worker_count, size=_logical_size)
@@ -390,6 +413,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             "runtime": self.runtime,
             "transfer_correction": self.transfer_correction,
             "expected_transfers": self.expected_transfers,
+            "next_wave": self.next_wave,
             "bandwidth_min_bytes": self.bandwidth_min_bytes,
             "register_worker_plugin": self.register_worker_plugin,
             "token": self.token,
@@ -472,14 +496,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     # the graph, before it runs ----------------------------------------------------------
     def update_graph(self, scheduler: Any, *, tasks: Any = None, **kwargs: Any) -> None:
-        """A graph (or a batch of futures) arrived: count its ready tasks and plan its transfers now.
+        """A graph (or a batch of futures) arrived: count its ready tasks and next wave, plan its transfers now.
 
         Called by the scheduler before the graph's first transitions, so a state
         decided here reaches every worker's stream ahead of the graph's first
         tasks. Tasks whose dependencies are all in memory are counted as scheduled
-        at once (they are ready); the others when they become ready. The
-        forecast plans the transfers their dependencies will make (see
-        :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
+        at once (they are ready), then the next wave: tasks whose dependencies
+        are all ready, running or in memory (one wave only; the rest count when
+        they join it). The forecast plans the transfers their dependencies will
+        make (see :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
         """
         if not self._attached or not tasks:
             return
@@ -495,9 +520,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 return
             if self.expected_transfers:
                 self.forecast.submitted(new)
+            waiting = []
             for ts in new:
                 if all(dts.state == "memory" for dts in ts.dependencies):
                     self._enter(ts.key)
+                else:
+                    waiting.append(ts)
+            if self.next_wave:
+                for ts in waiting:  # the dependents of tasks of earlier graphs still running
+                    self._join_wave(ts)
             self.runtime.evaluate()
         except Exception:
             self._hook_failed("update_graph")
@@ -512,6 +543,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if finish in _ACTIVE:
                 if entry is None:
                     self._enter(key)
+                elif not entry[3]:  # the next wave became ready: counted already
+                    entry[3] = True
+                    self._became_ready(self.scheduler.tasks[key])
             elif entry is not None:
                 if finish == "waiting":
                     return  # counted at submission: it was ready then (see update_graph)
@@ -563,9 +597,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                                "reuse. Counted in the plugin's ignored_annotations.", exc)
             return None
 
-    def _enter(self, key: Any) -> list:
+    def _enter(self, key: Any, ready: bool = True) -> list:
         ts = self.scheduler.tasks[key]
         entry = self._type_of(ts)
+        entry.append(ready)
         self._scheduled[key] = entry
         learned = getattr(ts.prefix, "duration_average", None)  # what Dask learned, until measured here
         if learned is None:
@@ -573,9 +608,36 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                       "counts a prefix at the default duration until it measures one")
         self.tracker.add(entry[0], entry[1], prior=learned)
         self.reuse.add(entry[2])
+        if ready:
+            self._became_ready(ts)
+        return entry
+
+    def _became_ready(self, ts: Any) -> None:
+        # Its output's planned transfers count from now, and its dependents may
+        # now be the next wave. Without the wave, a phase whose first step waits
+        # on one task (a vector every panel reads) showed that task's compute
+        # against the transfers planned for its output: communication, for as
+        # long as the task ran, in a phase that computes.
         if self.expected_transfers:
             self.forecast.activate(ts)
-        return entry
+        if self.next_wave:
+            for dts in ts.dependents:
+                self._join_wave(dts)
+
+    def _join_wave(self, ts: Any) -> None:
+        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory."""
+        if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
+            return
+        dependencies = ts.dependencies
+        if len(dependencies) > _WAVE_FAN_IN:
+            return  # O(fan-in) per dependency edge would be quadratic: counted when ready
+        scheduled = self._scheduled
+        for dts in dependencies:
+            if dts.state != "memory":
+                entry = scheduled.get(dts.key)
+                if entry is None or not entry[3]:
+                    return
+        self._enter(ts.key, ready=False)
 
     def _discard(self, key: Any, entry: list) -> None:
         self.tracker.discard(entry[0], entry[1])
@@ -591,7 +653,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if ts is None:
                 return
             entry = self._type_of(ts)
-        task_type, prefix, declared = entry
+        task_type, prefix, declared = entry[:3]
         if scheduled:
             self.reuse.remove(declared, finished=True)
         else:
@@ -805,6 +867,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "scheduled": tracker.scheduled_work(),
                 "measured": tracker.measured_work(),
                 "tasks": len(self._scheduled),
+                "next_wave": sum(1 for entry in self._scheduled.values() if not entry[3]),
                 "rejected": dict(tracker.rejected),
             }
         if "fallbacks" in what:
@@ -842,6 +905,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveSchedulerPlugin {self.token[:8]} {self.runtime!r}>"
+
+
+#: Largest number of dependencies of a task counted in the next wave (see
+#: AdaptiveSchedulerPlugin._join_wave); a wider task counts when it is ready.
+_WAVE_FAN_IN = 32
 
 
 def _local_hosts() -> frozenset:

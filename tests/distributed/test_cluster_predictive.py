@@ -173,3 +173,103 @@ def test_a_new_installation_starts_from_the_schedulers_task_durations(client, ma
         assert client.gather(held) == [0, 1, 2, 3]
     # four tasks at Dask's ~50 ms, not at the 1 ms default
     assert 4 * 0.02 < expected < 4 * 1.0
+
+
+# --------------------------------------------------------------------------- the next wave
+@asafe.typed("compute")
+def make_vector(nbytes):
+    made = np.zeros(nbytes // 8)  # next to no compute, all the bytes to ship
+    return asafe.is_on("compression"), made
+
+
+@asafe.typed("compute")
+def read_vector(vector, i):
+    started = asafe.is_on("compression")
+    a = np.random.default_rng(i).random((220, 220))
+    for _ in range(12):  # real work, about 20-40 ms on these machines
+        a = np.linalg.qr(a)[0]
+    return started, float(a[0, 0]) + float(vector[1][0])
+
+
+def vector_phase(client, workers, tag):
+    """One graph: a cheap task makes a vector on one worker; every panel, pinned to the other, waits on it."""
+    import dask
+    from dask import delayed
+
+    a, b = workers
+    with dask.annotate(workers=[a], allow_other_workers=False):
+        vector = delayed(make_vector, pure=False)(SHIPPED_BYTES, dask_key_name=f"vector-{tag}")
+    with dask.annotate(workers=[b], allow_other_workers=False):
+        panels = [delayed(read_vector, pure=False)(vector, i, dask_key_name=f"read-{tag}-{i}") for i in range(TASKS)]
+    made, *read = client.gather(client.compute([vector, *panels]))  # one update_graph
+    return made[0], [state for state, _ in read]
+
+
+@pytest.mark.parametrize("next_wave", [True, False])
+def test_a_phase_waiting_on_one_task_counts_the_tasks_behind_it(client, make_runtime, installed, next_wave):
+    # The scheduled view alone (blend 0), as on a fresh runtime. The vector's
+    # transfer to the panels' worker is planned while the vector is made; the
+    # panels wait on it. Counting them (the next wave) shows a phase that
+    # computes from its submission; counting ready tasks only showed the cheap
+    # vector task against its planned transfer -- communication -- and switched
+    # compression on for as long as it ran. Both are asserted, so the test
+    # cannot pass by accident.
+    workers = sorted(client.scheduler_info()["workers"])
+    rt = make_runtime(alpha=0.5, beta=1.0, window=TASKS, dwell=0.0, dwell_tasks=0, blend=0.0)
+    with installed(client, rt, next_wave=next_wave) as handle:
+        vector_phase(client, workers, f"l{int(next_wave)}")  # learns the vector's size and the panels' duration
+        before = len(handle.history)
+        made_in, panels = vector_phase(client, workers, f"a{int(next_wave)}")
+        history = handle.history[before:]
+        tracker = handle.info("tracker")["tracker"]
+    if next_wave:
+        assert made_in is False
+        assert panels == [False] * TASKS
+        assert history == []
+    else:
+        assert made_in is True
+        assert [t.new for t in history] == [True, False]
+        assert panels[-1] is False  # off once the panels were ready (the first ones may start before)
+    assert tracker["tasks"] == 0 and tracker["next_wave"] == 0  # nothing left counted once the phase is done
+
+
+def _add(*values):
+    return sum(values)
+
+
+def _plugin_counts(dask_scheduler):
+    info = dask_scheduler.plugins["asafe"].info(["tracker"])["tracker"]
+    return info["tasks"], info["next_wave"]
+
+
+def test_the_next_wave_is_one_wave_deep_and_skips_wide_tasks(client, make_runtime, installed):
+    # gate (ready, held on an Event) -> 4 tasks (the next wave) -> 1 task (not
+    # counted: its dependencies are waiting); a task reading the gate and 40
+    # outputs in memory is wider than 32 dependencies and is counted only once
+    # it is ready.
+    from distributed import Event
+
+    go = Event("asafe-test-wave")
+    with installed(client, make_runtime()):
+        stored = client.map(_add, range(40), key=[f"stored-{i}" for i in range(40)], pure=False)
+        client.gather(stored)
+        gate = client.submit(_sleepy, 1, "asafe-test-wave", key="gate-0", pure=False)
+        try:
+            step = [client.submit(_add, gate, i, key=f"step-{i}", pure=False) for i in range(4)]
+            after = client.submit(_add, *step, key="after-0", pure=False)
+            wide = client.submit(_add, gate, *stored, key="wide-0", pure=False)
+            counts = None
+            for _ in range(100):  # the tasks reach the scheduler
+                counts = client.run_on_scheduler(_plugin_counts)
+                if counts[0] >= 5:
+                    break
+                time.sleep(0.02)
+            time.sleep(0.1)  # anything else would have been counted by now
+            counts = client.run_on_scheduler(_plugin_counts)
+        finally:
+            go.set()
+        assert client.gather(after) == 4 * 1 + 6
+        assert client.gather(wide) == 1 + sum(range(40))
+        done = client.run_on_scheduler(_plugin_counts)
+    assert counts == (5, 4)  # the gate and the four tasks waiting on it only
+    assert done == (0, 0)
