@@ -285,7 +285,12 @@ def dask_variant(problem: Problem):
 
 
 def representation_bytes(problem: Problem, A=None) -> dict[str, int]:
-    """Bytes each representation must read for one product (matrix + x + y)."""
+    """Bytes each representation must read for one product (matrix + x + y).
+
+    The tiled matrix's are :attr:`Layout.product_nbytes
+    <asafe.compression.layout.Layout.product_nbytes>`: its values array is not
+    read when the sparse part is iso-valued.
+    """
     n = problem.n
     vec = 16 * n
     out = {
@@ -294,7 +299,7 @@ def representation_bytes(problem: Problem, A=None) -> dict[str, int]:
     }
     out[NUMPY1] = out[NUMPY]
     if A is not None:
-        out[TILED] = A.nbytes + vec
+        out[TILED] = A.layout.product_nbytes + vec
     return out
 
 
@@ -493,7 +498,7 @@ def large(ctx: Context) -> None:
     record: dict[str, Any] = {"scale": scale, "tile": tile, "dense_fraction": df, "measurements": m,
                               "build_s": builds, "setup_s": problem.setup}
     nbytes = representation_bytes(problem, mats[TILED])
-    nbytes[TILED128] = mats[TILED128].nbytes + 16 * problem.n
+    nbytes[TILED128] = mats[TILED128].layout.product_nbytes + 16 * problem.n
     numpy_best = best_of(m, [NUMPY, NUMPY1])
     bandwidth = nbytes[NUMPY] / numpy_best.median if numpy_best else None
     rows = rate_rows(m, nbytes, bandwidth)
