@@ -172,6 +172,11 @@ def reuse_rule(gains: dict[str, dict[int, float]]) -> float:
     return threshold
 
 
+def _interval(ci: Sequence[float]) -> str:
+    """A 95% interval as printed beside its ratio: ``[0.912, 1.104]``."""
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
 def _fmt_ratio(v: float | None) -> str:
     if v is None:
         return "-"
@@ -274,21 +279,20 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
     speedups = {}
     for key, paired in report["speedups"].items():
         speedups[key] = speedup(totals[paired["base"]], totals[paired["new"]])
-        low, high = paired["paired_ci95"]
-        print(f"  {paired['new']} vs {paired['base']}: {paired['paired_ratio']:.3f}x [{low:.3f}, {high:.3f}] "
+        print(f"  {paired['new']} vs {paired['base']}: {paired['paired_ratio']:.3f}x {_interval(paired['paired_ci95'])} "
               f"(paired ratio, 95% CI; medians {paired['base_median_s']:.3f} s and {paired['new_median_s']:.3f} s)")
     targets = report["targets"]
     best, oracle = targets["adaptive_vs_best_static"], targets["adaptive_vs_oracle"]
-    print(f"  targets (paired ratios): adaptive {best['speedup']:.3f}x {best['ci95']} the better static "
+    print(f"  targets (paired ratios): adaptive {best['speedup']:.3f}x {_interval(best['ci95'])} the better static "
           f"({best['best_static']}; >= {best['target']}: {best['met']}), adaptive/oracle "
-          f"{oracle['slowdown']:.3f} {oracle['ci95']} (<= {oracle['target']}: {oracle['met']}), "
+          f"{oracle['slowdown']:.3f} {_interval(oracle['ci95'])} (<= {oracle['target']}: {oracle['met']}), "
           f"transitions per phase {targets['transitions_per_phase']['max_per_phase']} (<= 2: "
           f"{targets['transitions_per_phase']['met']})")
     for v, x in targets["static_losses"]["variants"].items():
         print(f"  {v} loses {x['loss']:+.0%} in {x['worst_phase']} (>= 20%: {x['met']})")
     pt = targets.get("adaptive_vs_per_task")
     if pt:
-        print(f"  adaptive {pt['speedup']:.3f}x {pt['ci95']} the per-task rule (>= 1.0: {pt['met']})")
+        print(f"  adaptive {pt['speedup']:.3f}x {_interval(pt['ci95'])} the per-task rule (>= 1.0: {pt['met']})")
     for v in cmp.variants:
         if v in wl.RULES:
             shares = cmp.compressed_share(v)
@@ -417,8 +421,8 @@ def section_reuse(client: Any, phases: list, thresholds: Any, quick: bool, repet
                 "off_over_on": gain, "ci95": list(ci), "samples_s": samples, "phase": phase.as_dict()}
             rows.append({"phase": base.name, "reads": r, "on": format_seconds(stats.median(samples["static-on"])),
                          "off": format_seconds(stats.median(samples["static-off"])),
-                         "off / on": f"{gain:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"})
-            print(f"  {base.name} reads {r:>2}: off / on {gain:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]", flush=True)
+                         "off / on": f"{gain:.3f} {_interval(ci)}"})
+            print(f"  {base.name} reads {r:>2}: off / on {gain:.3f} {_interval(ci)}", flush=True)
     print(format_table(rows, ["phase", "reads", "on", "off", "off / on"]))
     threshold = reuse_rule(gains)
     record["rule"] = {"reuse": threshold, "what": reuse_rule.__doc__.split("\n\n")[1].strip()}
