@@ -13,7 +13,13 @@ interleaved):
 * scipy CSR: single-threaded by construction (``csr_matvec`` has no threads), so
   it appears only at 1 thread;
 * GraphBLAS: ``graphblas.ss.config["nthreads"]`` (SuiteSparse's OpenMP);
-* MKL: ``mkl_set_num_threads`` (MKL's OpenMP, ``libiomp5``);
+* MKL: ``mkl_set_num_threads`` and ``mkl_set_num_threads_local`` (MKL's OpenMP,
+  ``libiomp5``). Both: a thread-local count, once set, overrides the global
+  one, and threadpoolctl -- which the suite uses for numpy's BLAS and which
+  finds MKL among the BLAS libraries once it is loaded -- sets the local one.
+  With the global one alone, "MKL 1t" ran on 2 threads after the first numpy
+  variant (measured: 3.2-3.5 ms at 1.8 cpu-seconds per second, against 5.5-6.5 ms
+  at 1.0 before it, scale-17 graph);
 * asafe tiled: :func:`asafe.compression.kernels.configure` (chunks per product:
   1 means the serial kernel) and ``numba.set_num_threads``.
 
@@ -136,8 +142,11 @@ def _mkl() -> Library:
 
         return call
 
+    from sparse_dot_mkl._mkl_interface import mkl_set_num_threads_local
+
     def set_threads(n: int) -> None:
         sdm.mkl_set_num_threads(int(n))
+        mkl_set_num_threads_local(int(n))  # the local count wins over the global one (see the module docstring)
 
     def get_threads() -> int:
         return int(sdm.mkl_get_max_threads())
@@ -145,7 +154,7 @@ def _mkl() -> Library:
     lib = Library(MKL, f"sparse_dot_mkl {_version('sparse_dot_mkl')}, mkl {_version('mkl')}",
                   prepare, set_threads, get_threads, lambda y: np.asarray(y, np.float64),
                   notes="sparse_dot_mkl.dot_product_mkl(S, x): mkl_sparse_d_mv on a handle made per call "
-                        "(no mkl_sparse_optimize); threads: mkl_set_num_threads")
+                        "(no mkl_sparse_optimize); threads: mkl_set_num_threads and mkl_set_num_threads_local")
     lib.info["MKL_RT"] = os.environ.get("MKL_RT")
     return lib
 

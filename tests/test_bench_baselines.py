@@ -84,6 +84,26 @@ def test_installed_library_threads_are_set_and_restored(name):
     assert seen == [1, 2]
 
 
+def test_mkl_threads_hold_after_threadpoolctl_set_them_for_numpy():
+    """threadpoolctl (the numpy variants) sets MKL's thread-local count, which overrides the global one."""
+    libs, skipped = _sparse_libs.load([_sparse_libs.MKL])
+    if _sparse_libs.MKL not in libs:
+        pytest.skip(f"MKL not usable here: {skipped[_sparse_libs.MKL]}")
+    lib = libs[_sparse_libs.MKL]
+    blas = kernels.BlasThreads()
+    if not any(b.internal_api == "mkl" for b in blas.libs):
+        pytest.skip("threadpoolctl does not see MKL here")
+    D, v = np.ones((4, 4)), np.ones(4)
+    S, x = _problem(2)
+    call = lib.prepare(S, x)
+    for numpy_threads in (1, 2):
+        blas.limited(lambda: D @ v, threads=numpy_threads)()  # leaves MKL's local count set
+        seen = []
+        for t in (1, 2):
+            lib.with_threads(lambda: (seen.append(lib.get_threads()), call())[1], t)()
+        assert seen == [1, 2]
+
+
 def test_asafe_variant_threads_and_path_counter(monkeypatch):
     import numba
 
