@@ -537,14 +537,18 @@ def _sum_parts(*parts):
     return out
 
 
-def _matmul_graph(A: "TiledArray", x) -> da.Array:
+def _matmul_graph(A: "TiledArray", x, kernel=None) -> da.Array:
     """``A @ x``: one task per chunk (the kernels), then one sum per row of chunks.
 
     ``x`` is checked (:meth:`TiledArray._operand`); a numpy ``x`` enters the
     graph once, cut like the matrix's columns. dask's generic ``matmul`` (a
     blockwise product, a reduction and a squeeze: four tasks per chunk) gives
     the same result through the chunks' ``np.matmul``; this graph has one.
+    ``kernel(block, x_part)`` replaces the chunk product (default
+    :func:`_block_matmul`): the ``darray`` benchmark times this graph with a
+    kernel that does no work, the floor of any product on a cluster.
     """
+    kernel = _block_matmul if kernel is None else kernel
     rest = x.shape[1:]
     tail = (0,) * len(rest)
     nI, nJ = A.numblocks
@@ -552,21 +556,21 @@ def _matmul_graph(A: "TiledArray", x) -> da.Array:
         if x.ndim == 2 and len(x.chunks[1]) != 1:
             x = x.rechunk({1: -1})
         deps = (A, x)
-        name = "tiled-matmul-" + tokenize(A.name, x.name)
+        name = "tiled-matmul-" + tokenize(A.name, x.name, kernel)
         xs = [(x.name, j) + tail for j in range(nJ)]
     else:
         # a numpy x travels inside the tasks, cut like the columns: no extra
         # task, and no worker-to-worker fetch of x before each product
         deps = (A,)
-        name = "tiled-matmul-" + tokenize(A.name, x)
+        name = "tiled-matmul-" + tokenize(A.name, x, kernel)
         xs = [x[c0:c1] for c0, c1 in _bounds(A.chunks[1])]
     dsk = {}
     for i in range(nI):
         if nJ == 1:
-            dsk[(name, i) + tail] = (_block_matmul, (A.name, i, 0), xs[0])
+            dsk[(name, i) + tail] = (kernel, (A.name, i, 0), xs[0])
             continue
         for j in range(nJ):
-            dsk[("part-" + name, i, j)] = (_block_matmul, (A.name, i, j), xs[j])
+            dsk[("part-" + name, i, j)] = (kernel, (A.name, i, j), xs[j])
         dsk[(name, i) + tail] = (_sum_parts,) + tuple(("part-" + name, i, j) for j in range(nJ))
     dtype = np.result_type(A.dtype, value_dtype(x.dtype, "x"))
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
