@@ -55,6 +55,12 @@ GraphBLAS and MKL, and skip what is missing)
     Single-thread sparse against dense kernel on the same random tiles at fills
     1% to 50%: the per-byte weight ``w`` of the cost model and the fill at which
     the two forms break even.
+``iso``
+    Iso-valued sparse parts: on pure Graph500 graphs (all values 1.0) at
+    ``--scales`` (default 11 to 17; tile 128 up to scale 11, 256 above), the
+    serial product kernel of one layout handed its values array and handed its
+    one value (``Layout.product_arrays``), interleaved with scipy's CSR product
+    on one thread. What iso-valued storage is worth, apart from everything else.
 
 ``baselines``
     The strong baselines, every library at 1 and 2 threads (``--threads``) on a
@@ -1154,6 +1160,51 @@ def calibrate(ctx: Context) -> None:
         ax.set_ylabel("sparse kernel time / dense kernel time")
         ax.set_title("where the sparse form stops paying (single thread)")
         ax.legend()
+
+
+@section("iso", "the serial kernel with and without the values read, on pure Graph500 graphs (iso-valued)")
+def iso(ctx: Context) -> None:
+    from asafe.compression import TiledMatrix, graph500, kernels
+
+    scales = ctx.args.scales or ((9, 10) if ctx.quick else (11, 12, 13, 14, 15, 16, 17))
+    rows, record = [], {"points": []}
+    for scale in scales:
+        tile = ctx.args.tile or (128 if scale <= 11 else 256)
+        S = graph500.kronecker(scale, edgefactor=16, seed=0)
+        lay = TiledMatrix.from_scipy(S, tile).layout
+        if lay.iso_value() is None:
+            raise AssertionError(f"scale {scale}: the graph's layout is not iso-valued")
+        m, n = lay.shape
+        x = np.random.default_rng(scale).random(n)
+        reference, bound = baseline_reference(S, x)
+        y_values, y_iso = np.empty(m), np.empty(m)
+        values_args, iso_args = lay.kernel_arrays(), lay.product_arrays()
+
+        def values_path(y=y_values, args=values_args):
+            kernels._matvec_serial(m, n, lay.tile, x, y, *args)
+            return y
+
+        def iso_path(y=y_iso, args=iso_args):
+            kernels._matvec_serial(m, n, lay.tile, x, y, *args)
+            return y
+
+        variants = {"values read": values_path, "iso (one value)": iso_path, "scipy CSR": lambda S=S: S @ x}
+        meas = run_measure(ctx, variants, baseline_checker(reference, bound, {}))
+        point = {"scale": scale, "tile": tile, "nnz": int(S.nnz), "measurements": meas,
+                 "bytes": {"values read": lay.nbytes, "iso (one value)": lay.product_nbytes}}
+        row = {"scale": scale, "nnz": f"{S.nnz:,}"}
+        if all(v.ok for v in meas.values()):
+            for base in ("values read", "scipy CSR"):
+                s = speedup(meas[base], meas["iso (one value)"])
+                point[f"iso_vs_{base}"] = s
+                row[f"iso vs {base}"] = f"{s.ratio:.2f}x [{s.ci95[0]:.2f}, {s.ci95[1]:.2f}]"
+            row.update({name: format_seconds(v.median) for name, v in meas.items()})
+        record["points"].append(point)
+        rows.append(row)
+    print("\n== iso: serial kernel, values read against one value, pure Graph500 graphs ==")
+    print(format_table(rows, ["scale", "nnz", "values read", "iso (one value)", "scipy CSR", "iso vs values read",
+                              "iso vs scipy CSR"]))
+    ctx.results.add("iso", record)
 
 
 # --------------------------------------------------------------------------- main

@@ -161,3 +161,16 @@ def test_baselines_section_records_threads_paths_and_skips(tmp_path, monkeypatch
     assert set(point["comparisons"]) == {"1", "2"}
     assert point["asafe_path"]["path_2t"]
     assert point["asafe_path"]["calls_2t_and_more"] > 0
+
+
+def test_iso_section_times_both_paths_of_one_layout_and_checks_them(tmp_path):
+    args = argparse.Namespace(scales=[7], tile=16)
+    results = Results("kernels", tmp_path)
+    ctx = kernels.Context(args, results, quick=True, max_seconds=0.05, rel_ci=0.5)
+    kernels.SECTIONS["iso"].run(ctx)
+    rec = json.loads(results.save().read_text())["records"]["iso"]
+    (point,) = rec["points"]
+    assert set(point["measurements"]) == {"values read", "iso (one value)", "scipy CSR"}
+    assert all(m["failed"] is None and m["checks"] for m in point["measurements"].values())  # checked, none failed
+    assert point["bytes"]["iso (one value)"] < point["bytes"]["values read"]
+    assert "iso_vs_values read" in point and "iso_vs_scipy CSR" in point
