@@ -425,7 +425,7 @@ def _record_iso(layout: Layout, same: bool) -> None:
     equality is bit equality there but for NaN, which :func:`~asafe.compression.kernels.is_iso`
     never calls iso: a copy saves the product a pass over the values.
     """
-    iso = same and layout.data.size > 0 and not np.isnan(layout.data[0])
+    iso = same and is_iso(layout.data[:1])  # every value equals the first, and the first may be iso (not NaN)
     layout._cache["iso"] = float(layout.data[0]) if iso else None
 
 
