@@ -447,3 +447,21 @@ def test_the_nonfinite_rule_is_documented():
     for doc in (TiledMatrix.matvec.__doc__, TiledMatrix.__matmul__.__doc__, TiledMatrix.rmatvec.__doc__):
         assert doc and "NaN" in doc and "Inf" in doc
     assert "structural zeros do not propagate" in TiledMatrix.__matmul__.__doc__
+
+
+def test_serial_builder_twins_have_numba_cache_files_of_their_own(tmp_path):
+    """numba caches by module, name and line, not by ``parallel``: twins sharing a file loaded each other's code."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from asafe.compression import layout, TiledMatrix, graph500\n"
+            "S = graph500.mixed_matrix(7, 16, 0.2, seed=0)\n"
+            "layout.PARALLEL_BUILD_NNZ = 10**12; TiledMatrix.from_scipy(S, 16)  # the serial twins\n"
+            "layout.PARALLEL_BUILD_NNZ = 0; TiledMatrix.from_scipy(S, 16)  # the parallel kernels\n")
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+                   check=True, timeout=240)
+    names = [p.name for p in tmp_path.rglob("*.nbi")]
+    for kernel in ("_fill_from_csr", "_csr_tile_counts"):
+        assert any(n.startswith(f"layout.{kernel}-") for n in names), names
+        assert any(n.startswith(f"layout.{kernel}_serial-") for n in names), names
