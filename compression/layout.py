@@ -401,7 +401,7 @@ def _fill_from_dense(D, tile, kinds, slots, dense_off, dense_values, row_ptr, co
                     if v != 0:
                         col[pos] = c0 + c
                         data[pos] = v
-                        same = same and v == data[0]
+                        same &= v == data[0]
                         pos += 1
         row_ptr[i + 1] = pos
     return same and pos > 0
@@ -631,10 +631,11 @@ def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, s
             a = np.int64(indptr[r0])
             for i in range(r0, min(m, r0 + tile)):
                 row_ptr[i + 1] = pos + (np.int64(indptr[i + 1]) - a)
+            end = np.int64(indptr[min(m, r0 + tile)])
             src = np.uint64(a)
             dst = np.uint64(pos)
-            first = values[a] if indptr[min(m, r0 + tile)] > a else 0.0
-            for t in range(np.uint64(np.int64(indptr[min(m, r0 + tile)]) - a)):  # unsigned: see _copy_row
+            first = values[a] if end > a else 0.0
+            for t in range(np.uint64(end - a)):  # unsigned positions: see _copy_row
                 v = values[src + t]
                 col[dst + t] = indices[src + t]
                 data[dst + t] = v
@@ -670,7 +671,7 @@ def _fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slot, s
                         col[pos] = indices[p]
                         data[pos] = v
                         z += np.int64(v == 0)
-                        same = same and v == data[sparse_start[I]]
+                        same &= v == data[sparse_start[I]]
                         pos += 1
                 k = q
             row_ptr[i + 1] = pos
