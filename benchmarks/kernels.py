@@ -1177,18 +1177,18 @@ def iso(ctx: Context) -> None:
         m, n = lay.shape
         x = np.random.default_rng(scale).random(n)
         reference, bound = baseline_reference(S, x)
-        y_values, y_iso = np.empty(m), np.empty(m)
-        values_args, iso_args = lay.kernel_arrays(), lay.product_arrays()
+        def serial_product(args, m=m, n=n, tile=lay.tile, x=x):
+            """The serial kernel with these layout arguments (values array or one value) into its own y."""
+            y = np.empty(m)
 
-        def values_path(y=y_values, args=values_args):
-            kernels._matvec_serial(m, n, lay.tile, x, y, *args)
-            return y
+            def run():
+                kernels._matvec_serial(m, n, tile, x, y, *args)
+                return y
 
-        def iso_path(y=y_iso, args=iso_args):
-            kernels._matvec_serial(m, n, lay.tile, x, y, *args)
-            return y
+            return run
 
-        variants = {"values read": values_path, "iso (one value)": iso_path, "scipy CSR": lambda S=S: S @ x}
+        variants = {"values read": serial_product(lay.kernel_arrays()),
+                    "iso (one value)": serial_product(lay.product_arrays()), "scipy CSR": lambda S=S: S @ x}
         meas = run_measure(ctx, variants, baseline_checker(reference, bound, {}))
         point = {"scale": scale, "tile": tile, "nnz": int(S.nnz), "measurements": meas,
                  "bytes": {"values read": lay.nbytes, "iso (one value)": lay.product_nbytes}}
