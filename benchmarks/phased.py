@@ -9,7 +9,9 @@ chosen from -- run on the calibration set (``--tune-phases``, default
 default``) or on a held-out set (``--phases heldout``: other fills, tile sizes,
 panel counts, phase lengths and order, and a phase where the ratio and the
 payoff disagree; ``--phases heldout2``: fixed before the reuse threshold was
-evaluated, with declared reuse below, at and above it).
+evaluated, with declared reuse below, at and above it; ``--phases loaded``:
+graphs run quiet and then beside a competing job the graph does not show, a
+bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`).
 
 The workload is :mod:`asafe.app.workload` (four phases whose balance of computation
 and communication changes for real reasons: placement, reuse, density, scale),
@@ -567,7 +569,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, heldout2, calibration "
+                        help="phase set of the phases section: default, quick, heldout, heldout2, loaded, calibration "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
                         help="variants of the phases section, comma-separated from adaptive, adaptive-ready, "

@@ -30,11 +30,13 @@ def test_phase_validation():
         wl.Phase("p", scale=8, dense_fraction=1.5)
     with pytest.raises(ValueError, match="name"):
         wl.Phase("", scale=8)
+    with pytest.raises(ValueError, match="load"):
+        wl.Phase("p", scale=8, load="disk")
     with pytest.raises(ValueError, match="size"):
         wl.phases_for("huge")
 
 
-@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2"])
+@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "loaded"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -188,6 +190,18 @@ def test_placement_moves_panels_only_when_shipped(client, expected):
         cloudpickle.unregister_pickle_by_value(__import__(__name__))
 
 
+@pytest.mark.parametrize("load,did", [("memory", "bytes_copied"), ("link", "bytes_moved")])
+def test_a_phase_under_load_is_correct_and_reports_its_competing_job(client, expected, load, did):
+    phase = wl.TEST_PHASES[0]
+    run = wl.run_phase(client, phase.scaled(load=load), True, expected=expected[phase.name])
+    assert run.correct, run.error
+    # the job ran for the whole phase, and the record says what it did
+    assert run.load["kind"] == load and run.load["seconds"] >= run.seconds and run.load[did] > 0
+    assert run.as_dict()["load"] == run.load
+    quiet = wl.run_phase(client, phase, True, expected=expected[phase.name])
+    assert quiet.load is None and quiet.as_dict()["load"] is None
+
+
 def test_adaptive_variant_is_correct_and_records_its_transitions(client, expected):
     phases = list(wl.TEST_PHASES)
     run = wl.run_variant(client, phases, "adaptive", expected=[expected[p.name] for p in phases])
@@ -207,7 +221,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
         d.pop("name"), d.pop("description")
         return tuple(sorted(d.items()))
 
-    sets = {size: wl.phases_for(size) for size in ("default", "calibration", "heldout", "heldout2")}
+    sets = {size: wl.phases_for(size) for size in ("default", "calibration", "heldout", "heldout2", "loaded")}
     for a in sets:
         for b in sets:
             if a < b:

@@ -7,6 +7,8 @@
   LocalCluster, shared with the ``phased`` benchmark suite;
 * :mod:`~asafe.app.pertask` -- the per-task cost rule, the baseline the global
   mode is measured against (and the hybrid of the two);
+* :mod:`~asafe.app.load` -- competing jobs (a memory stream, a bulk flow on the
+  link) that a phase of the workload can run beside: phases that change under load;
 * :mod:`~asafe.app.stats` -- the one statistics module (medians,
   order-statistic intervals, paired ratios, stop rule, environment capture) of
   the demo and of every benchmark suite.

@@ -84,6 +84,7 @@ import numpy as np
 from ..core.domains import EfficiencyDomain
 from ..core.reuse import reuse
 from ..core.types import COMMUNICATION, COMPUTE, typed
+from .load import check_load, external_load
 
 __all__ = [
     "Phase",
@@ -94,6 +95,7 @@ __all__ = [
     "CALIBRATION_PHASES",
     "HELD_OUT_PHASES",
     "HELD_OUT_2_PHASES",
+    "LOADED_PHASES",
     "phases_for",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
@@ -164,6 +166,10 @@ class Phase:
         Graph500 generator settings.
     description : str
         One line on what the phase stands for.
+    load : {None, "memory", "link"}
+        A competing job that runs beside the phase (:mod:`asafe.app.load`):
+        ``"memory"`` streams memory on one core, ``"link"`` sends a bulk flow
+        over the (shaped) loopback. The graph does not show it.
 
     Examples
     --------
@@ -188,6 +194,7 @@ class Phase:
     edgefactor: int = 16
     seed: int = 0
     description: str = ""
+    load: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -205,6 +212,7 @@ class Phase:
             raise ValueError(f"fill must be in (0, 1], got {self.fill!r}")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+        check_load(self.load)
 
     @property
     def n(self) -> int:
@@ -326,12 +334,36 @@ HELD_OUT_2_PHASES: tuple[Phase, ...] = (
           panels=6, description="a pure graph, local, each panel multiplying 32 vectors"),
 )
 
+#: Phases that change under load (issue 18's run): a graph run quiet and then
+#: beside a competing job the graph does not show (:mod:`asafe.app.load`), so
+#: the phase changes by its environment alone -- a bulk flow taking a share of
+#: the link, a co-located job streaming memory on one core. Fixed before any
+#: variant was run on it; no setting was chosen on it. Fills, tiles and reuse
+#: differ from the calibration and held-out sets.
+LOADED_PHASES: tuple[Phase, ...] = (
+    Phase("ld-shipped-fill30", scale=12, dense_fraction=0.5, fill=0.3, placement="shipped", steps=5, panels=10,
+          description="half the tiles 30%-full blocks, shipped, read once; quiet"),
+    Phase("ld-shipped-fill30-link", scale=12, dense_fraction=0.5, fill=0.3, placement="shipped", steps=5,
+          panels=10, load="link", description="the same, beside a bulk flow on the link"),
+    Phase("ld-local-graph-reused4", scale=12, dense_fraction=0.1, placement="local", steps=4, vectors=4, panels=8,
+          description="a graph with 10% dense blocks, local, 4 vectors; quiet"),
+    Phase("ld-local-graph-reused4-memory", scale=12, dense_fraction=0.1, placement="local", steps=4, vectors=4,
+          panels=8, load="memory", description="the same, beside a job streaming memory on one core"),
+    Phase("ld-shipped-graph-memory", scale=11, tile=256, dense_fraction=0.02, placement="shipped", steps=5,
+          vectors=2, panels=8, load="memory",
+          description="a graph with 2% dense 256-blocks, shipped, 2 vectors, beside the memory job"),
+    Phase("ld-local-fill35-link", scale=12, dense_fraction=1.0, fill=0.35, placement="local", steps=3, panels=12,
+          load="link", description="35%-full blocks, local, read once, beside a bulk flow on the link"),
+)
+
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
-          "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES}
+          "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES,
+          "loaded": LOADED_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
-    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"`` or ``"heldout2"``.
+    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"``,
+    ``"heldout2"`` or ``"loaded"``.
 
     Examples
     --------
@@ -632,10 +664,12 @@ class PhaseRun:
     x: np.ndarray = field(repr=False)
     correct: bool | None = None
     error: str | None = None
+    load: dict[str, Any] | None = None  #: what the competing job did (:attr:`asafe.app.load.Load.report`)
 
     def as_dict(self) -> dict[str, Any]:
         return {"phase": self.phase, "seconds": self.seconds, "step_seconds": list(self.step_seconds),
-                "start": self.start, "stop": self.stop, "correct": self.correct, "error": self.error}
+                "start": self.start, "stop": self.stop, "correct": self.correct, "error": self.error,
+                "load": self.load}
 
 
 def _map(client: Any, func: Callable, args: list[tuple], keys: list[str], workers: list[str],
@@ -700,8 +734,6 @@ def run_phase(
     PhaseRun
         ``correct`` is set; a wrong result is reported in ``error``, never raised.
     """
-    from distributed import wait
-
     if workers is None:
         workers = sorted(client.scheduler_info()["workers"])
     source = phase.source()
@@ -710,6 +742,24 @@ def run_phase(
     producers = [p for p, _ in plan]
     consumers = [c for _, c in plan]
     per_panel = _per_panel(compress, phase, plan)
+    with external_load(phase.load) as job:  # the competing job runs from before the first task to the result
+        result, elapsed, step_seconds, start_wall, stop_wall = _run_steps(
+            client, phase, source, bounds, producers, consumers, per_panel, on_step)
+    run = PhaseRun(phase.name, elapsed, step_seconds, start_wall, stop_wall, result, load=job.report)
+    try:
+        check_result(phase, result, expected)
+        run.correct = True
+    except AssertionError as exc:
+        run.correct, run.error = False, str(exc)
+    return run
+
+
+def _run_steps(client: Any, phase: Phase, source: "PhaseMatrix", bounds: list[tuple[int, int]],
+               producers: list[str], consumers: list[str], per_panel: list[Any],
+               on_step: Callable[[int, int], None] | None) -> tuple[np.ndarray, float, list[float], float, float]:
+    """The timed steps of :func:`run_phase`: ``(x, seconds, step_seconds, start, stop)``."""
+    from distributed import wait
+
     token = uuid.uuid4().hex
     step_seconds: list[float] = []
     start_wall = time.time()
@@ -748,14 +798,7 @@ def run_phase(
     result = x.result()
     elapsed += time.perf_counter() - t0
     stop_wall = time.time()
-    del x
-    run = PhaseRun(phase.name, elapsed, step_seconds, start_wall, stop_wall, result)
-    try:
-        check_result(phase, result, expected)
-        run.correct = True
-    except AssertionError as exc:
-        run.correct, run.error = False, str(exc)
-    return run
+    return result, elapsed, step_seconds, start_wall, stop_wall
 
 
 def run_workload(
