@@ -9,7 +9,9 @@ chosen from -- run on the calibration set (``--tune-phases``, default
 default``) or on a held-out set (``--phases heldout``: other fills, tile sizes,
 panel counts, phase lengths and order, and a phase where the ratio and the
 payoff disagree; ``--phases heldout2``: fixed before the reuse threshold was
-evaluated, with declared reuse below, at and above it; ``--phases loaded``:
+evaluated, with declared reuse below, at and above it; ``--phases heldout3``:
+fixed before ``adaptive-sampling`` first ran, other graphs, reuse below, inside
+and above the band where the per-task rule decides; ``--phases loaded``:
 graphs run quiet and then beside a competing job the graph does not show, a
 bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`).
 
@@ -29,7 +31,7 @@ Sections (all run by default)
     phases (``--tune-phases``, the calibration set by default).
 ``phases``
     ``adaptive``, ``per-task`` (the per-task cost rule, :mod:`asafe.app.pertask`),
-    ``static-on``, ``static-off`` (``--variants``: ``hybrid`` too) interleaved (A B C, B C A, ...),
+    ``static-on``, ``static-off`` (``--variants``: ``hybrid``, ``adaptive-sampling`` too) interleaved (A B C, B C A, ...),
     ``repetitions`` rounds, and the ``oracle`` (per phase the better static
     setting by median, chosen after the fact; its total is the sum of the
     per-phase times of that setting, per round). The targets of the demo: adaptive
@@ -174,6 +176,35 @@ def reuse_rule(gains: dict[str, dict[int, float]]) -> float:
     return threshold
 
 
+def per_task_rule(gains: dict[str, dict[int, float]]) -> float:
+    """The declared reuse from which the mode lets the per-task rule decide (``adaptive-sampling``).
+
+    The smallest reuse from which compression won (ratio > 1) in *at least one*
+    local tuning phase, at it and at every larger reuse tried, the same reading
+    of noise as :func:`reuse_rule`. Between this and :func:`reuse_rule`'s
+    threshold the tuning phases disagree: whether compression pays depends on
+    what the panels hold, which the declared reuse cannot say. ``inf`` when
+    compression never won.
+
+    Examples
+    --------
+    >>> per_task_rule({"fill20": {1: 0.94, 2: 0.94, 4: 0.89, 8: 0.96, 16: 1.08},
+    ...                "dense": {1: 0.87, 2: 1.003, 4: 1.05, 8: 1.11, 16: 1.17}})
+    2.0
+    >>> per_task_rule({"a": {1: 0.9, 2: 0.8}})
+    inf
+    """
+    reuses = sorted({r for by_reuse in gains.values() for r in by_reuse})
+    low = math.inf
+    for by_reuse in gains.values():
+        for r in reversed(reuses):
+            if by_reuse.get(r, 0.0) > 1.0:
+                low = min(low, float(r))
+            else:
+                break
+    return low
+
+
 def _interval(ci: Sequence[float]) -> str:
     """A 95% interval as printed beside its ratio: ``[0.912, 1.104]``."""
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
@@ -250,6 +281,36 @@ def _measurements(cmp: Any) -> dict[str, Any]:
     return {"totals": totals, "per_phase": per_phase}
 
 
+def under_load(phases: Sequence[Any], samples: dict[str, Sequence[Sequence[float]]],
+               base: str = "adaptive") -> dict[str, Any] | None:
+    """Paired ratios of ``base`` against every other variant over the phases run beside a competing job.
+
+    ``samples[variant]`` holds one list of per-phase seconds per round (rounds in
+    order, as :meth:`asafe.app.workload.Comparison.samples` gives them); the loaded
+    phases' seconds are summed per round and paired. ``None`` where no phase has a
+    load (:attr:`asafe.app.workload.Phase.load`) or ``base`` did not run.
+
+    >>> from asafe.app.workload import Phase
+    >>> ps = [Phase("q", scale=8), Phase("l", scale=8, load="memory")]
+    >>> out = under_load(ps, {"adaptive": [[1.0, 2.0]] * 3, "per-task": [[1.0, 3.0]] * 3})
+    >>> out["phases"], out["vs"]["per-task"]["ratio"]
+    (['l'], 1.5)
+    """
+    from asafe.app.stats import median, paired_ratio
+
+    loaded = [i for i, p in enumerate(phases) if getattr(p, "load", None) is not None]
+    if not loaded or base not in samples:
+        return None
+    sums = {v: [sum(rnd[i] for i in loaded) for rnd in rounds] for v, rounds in samples.items()}
+    out: dict[str, Any] = {"phases": [phases[i].name for i in loaded], "base": base,
+                           "median_s": {v: median(x) for v, x in sums.items()}, "vs": {}}
+    for other, seconds in sums.items():
+        if other != base:
+            ratio, ci, exact = paired_ratio(seconds, sums[base])
+            out["vs"][other] = {"ratio": ratio, "ci95": list(ci), "exact": exact}
+    return out
+
+
 def section_phases(client: Any, phases: list, thresholds: Any, expected: list, repetitions: int,
                    results: Results, name: str = "phases", variants: Sequence[str] | None = None) -> Any:
     from asafe.app import demo
@@ -300,12 +361,17 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
             shares = cmp.compressed_share(v)
             print(f"  {v}: share of panels compressed per phase "
                   + " ".join("-" if x is None else f"{x:.0%}" for x in shares))
+    loaded = under_load(phases, {v: cmp.samples(v) for v in (*cmp.variants, wl.ORACLE)})
+    if loaded:
+        print(f"  under load ({', '.join(loaded['phases'])}): adaptive "
+              + ", ".join(f"{x['ratio']:.3f}x {_interval(x['ci95'])} {v}" for v, x in loaded["vs"].items()))
     results.add(name, {"totals": totals, "per_phase": ms["per_phase"], "speedups": speedups,
                        "oracle_choice": cmp.oracle_choice(), "targets": targets,
                        "transitions": report["transitions"], "thresholds": thresholds.as_dict(),
                        "paired_speedups": report["speedups"], "variants": list(cmp.variants),
                        "compressed_share": {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES},
-                       "phases": [p.as_dict() for p in phases], "warmup_s": cmp.warmup_seconds})
+                       "phases": [p.as_dict() for p in phases], "warmup_s": cmp.warmup_seconds,
+                       "under_load": loaded, "loads": cmp.load_reports()})
     with results.figure(name, figsize=(10, 7.5)) as (fig, path):
         pass
     demo.plot_report(report, path)  # the demo's figure: ratio over time and per-phase times
@@ -433,6 +499,10 @@ def section_reuse(client: Any, phases: list, thresholds: Any, quick: bool, repet
     if threshold != thresholds.reuse:
         results.warn(f"reuse: the rule gives {threshold:g} on this run, the default is {thresholds.reuse:g}",
                      kind="NOTE")
+    per_task = per_task_rule(gains)
+    record["rule"]["per_task_reuse"] = per_task
+    print(f"  per_task_rule: the per-task rule decides from {per_task:g} declared reads "
+          f"(the defaults say {thresholds.per_task_reuse:g}; adaptive-sampling only)")
     results.add("reuse", record)
     return record
 
@@ -569,11 +639,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, heldout2, loaded, calibration "
+                        help="phase set of the phases section: default, quick, heldout, heldout2, heldout3, loaded, calibration "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
                         help="variants of the phases section, comma-separated from adaptive, adaptive-ready, "
-                             "per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
+                             "adaptive-sampling, per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
                              "static-off)")
     parser.add_argument("--tune-phases", default="calibration", metavar="SET",
                         help="phase set of the ratios and sweep sections (default: calibration)")

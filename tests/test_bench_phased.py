@@ -58,3 +58,43 @@ def test_thresholds_rule_keeps_beta_below_what_the_blend_lets_the_ratio_reach():
         alpha, beta = phased.thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=blend)
         assert beta < (1 - blend) / blend and alpha <= beta
     assert phased.thresholds_rule(0.65, 1.4, 1.6, 58.0, blend=1.0) == (1.0, 8.0)  # the window alone: no ceiling
+
+
+def test_under_load_pairs_the_loaded_phases_of_each_round():
+    from asafe.app.workload import Phase
+
+    phases = [Phase("quiet", scale=8), Phase("link", scale=8, load="link"), Phase("mem", scale=8, load="memory")]
+    samples = {  # per round: the seconds of each phase; the quiet phase must not count
+        "adaptive": [[9.0, 1.0, 1.0], [0.1, 2.0, 2.0], [5.0, 1.0, 3.0]],
+        "per-task": [[0.1, 2.0, 2.0], [9.0, 2.0, 2.0], [0.1, 4.0, 4.0]],
+    }
+    out = phased.under_load(phases, samples)
+    assert out["phases"] == ["link", "mem"] and out["base"] == "adaptive"
+    assert out["median_s"] == {"adaptive": 4.0, "per-task": 4.0}
+    # paired per round: 4/2, 4/4, 8/4 -> median 2.0 (an unpaired ratio of medians would say 1.0)
+    assert out["vs"]["per-task"]["ratio"] == 2.0
+    assert phased.under_load(phases[:1], samples) is None  # nothing ran under load
+    assert phased.under_load(phases, {"per-task": samples["per-task"]}) is None  # adaptive did not run
+
+
+def test_per_task_rule_takes_where_the_tuning_phases_start_to_disagree():
+    gains = {"fill20": {1: 0.9, 2: 0.95, 4: 0.9, 8: 0.97, 16: 1.1},
+             "dense": {1: 0.8, 2: 0.97, 4: 1.05, 8: 1.2, 16: 1.3}}
+    assert phased.per_task_rule(gains) == 4.0  # dense wins from 4 on; fill20 only at 16
+    assert phased.reuse_rule(gains) == 16.0  # where they all agree
+    # a win that a larger reuse contradicts is noise, in each phase
+    assert phased.per_task_rule({"a": {1: 1.2, 2: 0.9, 4: 1.1}}) == 4.0
+    assert phased.per_task_rule({"a": {1: 0.9}}) == math.inf
+
+
+def test_the_default_reuse_settings_follow_from_the_committed_calibration_data():
+    import json
+    from pathlib import Path
+
+    from asafe.app.workload import DEFAULT_THRESHOLDS
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "results" / "calibration-reuse" / "results.json"
+    phases = json.loads(path.read_text())["records"]["reuse"]["phases"]
+    gains = {name: {int(r): x["off_over_on"] for r, x in by_reuse.items()} for name, by_reuse in phases.items()}
+    assert phased.reuse_rule(gains) == DEFAULT_THRESHOLDS.reuse == 16.0
+    assert phased.per_task_rule(gains) == DEFAULT_THRESHOLDS.per_task_reuse == 2.0

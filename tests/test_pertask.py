@@ -115,6 +115,50 @@ def test_hybrid_rule_reads_the_mode():
         assert (d["compress"], d["why"]) == expected
 
 
+@pytest.mark.parametrize("compression, per_task, expected", [
+    (True, False, (True, "mode")), (True, True, (True, "mode")),  # the mode has compression on: no sample
+    (False, False, (False, "mode")),  # neither: not compressed, no sample
+    (False, True, None),  # compression off, the per-task optimization on: the rule decides from its sample
+])
+def test_a_deferred_rule_asks_the_mode_first(compression, per_task, expected):
+    from asafe.schedulers import board
+
+    pertask.drain()
+    phase = wl.PHASES[0].scaled(scale=10, panels=4)
+    dense, source = _panel(phase)
+    rule = pertask.PerTask(reads=1, remote=True, deferred=True)
+    saved = board.snapshot()
+    try:
+        board.publish({"compression": compression, pertask.PER_TASK: per_task})
+        decided = rule(dense, source.tile, source.threshold)
+    finally:
+        board.restore(saved)
+    (d,) = pertask.drain()
+    if expected is None:  # the payoff of a sparse shipped panel: compress, with the costs logged
+        assert (decided, d["why"]) == (True, "payoff") and d["on_s"] < d["off_s"]
+    else:
+        assert (decided, d["why"]) == expected and d["on_s"] is None and d["off_s"] is None
+
+
+def test_a_rule_is_a_hybrid_or_deferred_not_both():
+    with pytest.raises(ValueError, match="either a hybrid"):
+        pertask.PerTask(reads=2, remote=False, prior=True, deferred=True)
+
+
+def test_adaptive_sampling_runs_the_per_task_optimization_from_the_calibrated_reuse():
+    from asafe.core.mode import ModeVector
+
+    plain = wl.adaptive_runtime()
+    sampling = wl.adaptive_runtime(per_task=True)
+    assert list(plain.optimizations) == ["compression"]
+    assert list(sampling.optimizations) == ["compression", pertask.PER_TASK]
+    domain = sampling.optimizations[pertask.PER_TASK].domain
+    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    assert domain.decide(ModeVector({"compute": 1.0}, reuse=low), False)
+    assert not domain.decide(ModeVector({"compute": 1.0}, reuse=low - 1), True)
+    assert not domain.decide(ModeVector({"compute": 1.0}, reuse=float("nan")), True)
+
+
 @pytest.mark.parametrize("reads", [0, -1, 1.5, True, "2"])
 def test_bad_reads_are_refused(reads):
     with pytest.raises(ValueError, match="reads must be an integer >= 1"):

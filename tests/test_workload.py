@@ -36,7 +36,8 @@ def test_phase_validation():
         wl.phases_for("huge")
 
 
-@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "loaded"])
+@pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "heldout3",
+                                  "loaded"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -202,6 +203,17 @@ def test_a_phase_under_load_is_correct_and_reports_its_competing_job(client, exp
     assert quiet.load is None and quiet.as_dict()["load"] is None
 
 
+def test_a_comparison_reports_the_competing_jobs_of_its_loaded_phases(client, expected):
+    quiet, busy = wl.TEST_PHASES[1], wl.TEST_PHASES[1].scaled(name="busy", load="memory")
+    cmp = wl.compare(client, [quiet, busy], repetitions=2, expected=[expected[quiet.name]] * 2, warmup=False,
+                     variants=("static-on", "static-off"))
+    reports = cmp.load_reports()
+    assert list(reports) == ["busy"]  # the quiet phase ran beside nothing
+    assert sorted((r["variant"], r["repetition"]) for r in reports["busy"]) == [
+        ("static-off", 0), ("static-off", 1), ("static-on", 0), ("static-on", 1)]
+    assert all(r["kind"] == "memory" and r["bytes_copied"] > 0 for r in reports["busy"])
+
+
 def test_adaptive_variant_is_correct_and_records_its_transitions(client, expected):
     phases = list(wl.TEST_PHASES)
     run = wl.run_variant(client, phases, "adaptive", expected=[expected[p.name] for p in phases])
@@ -215,13 +227,31 @@ def test_adaptive_variant_is_correct_and_records_its_transitions(client, expecte
     assert all(not s for s in client.run(lambda: asafe.is_on("compression")).values())
 
 
+def test_adaptive_sampling_is_correct_and_samples_only_where_the_mode_lets_it(client, expected):
+    from asafe.app import pertask
+
+    phases = list(wl.TEST_PHASES)
+    run = wl.run_variant(client, phases, "adaptive-sampling", expected=[expected[p.name] for p in phases])
+    assert run.correct, [p.error for p in run.phases]
+    # every panel's decision is logged: by the mode, or by the rule's payoff where the mode let it decide
+    assert len(run.decisions) == sum(p.steps * p.panels for p in phases)
+    assert {d["why"] for d in run.decisions} <= {"mode", "payoff"}
+    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    assert all(d["reads"] >= low for d in run.decisions if d["why"] == "payoff")
+    assert all(d["on_s"] is None for d in run.decisions if d["why"] == "mode")  # no sample taken
+    # the figure's transitions are compression's; the second optimization is the runtime's business
+    assert {t["optimization"] for t in run.transitions} <= {"compression"}
+    assert all(not s for s in client.run(lambda: asafe.is_on(pertask.PER_TASK)).values())
+
+
 def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
     def body(phase):  # a phase's content, without its name
         d = phase.as_dict()
         d.pop("name"), d.pop("description")
         return tuple(sorted(d.items()))
 
-    sets = {size: wl.phases_for(size) for size in ("default", "calibration", "heldout", "heldout2", "loaded")}
+    sets = {size: wl.phases_for(size)
+            for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "loaded")}
     for a in sets:
         for b in sets:
             if a < b:
@@ -231,3 +261,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
     reads = {p.vectors for p in sets["heldout2"] if p.placement == "local"}
     threshold = wl.DEFAULT_THRESHOLDS.reuse
     assert min(reads) < threshold < max(reads)
+    # the third: local reuse below, inside and above the band the per-task rule decides in
+    reads = {p.vectors for p in sets["heldout3"] if p.placement == "local"}
+    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    assert min(reads) < low and any(low <= r < threshold for r in reads) and max(reads) >= threshold

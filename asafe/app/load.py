@@ -53,7 +53,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["LOADS", "Load", "check_load", "external_load", "main"]
@@ -87,7 +87,7 @@ class Load:
 
     kind: str | None
     pid: int | None = None
-    report: dict[str, Any] | None = field(default=None)
+    report: dict[str, Any] | None = None
 
 
 @contextlib.contextmanager

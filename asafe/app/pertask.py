@@ -44,6 +44,16 @@ constants and a sample are least to be trusted, ``asafe.is_on("compression")``
 does (the mode saw the phase coming from the scheduled graph, and it measures
 what the calibration cannot: load, contention, the optimization's own effect).
 
+*Deferred* (``PerTask(..., deferred=True)``, the ``adaptive-sampling`` run):
+the global mode decides, and asks the rule only where its own information
+cannot. The runtime carries a second optimization, :data:`PER_TASK` (the
+per-panel sample and its decision, an optimization with a cost like any other),
+whose efficiency domain is the declared reuse at which the calibration phases
+disagreed (compression paid in some local phases and not in others: the
+content decides, which the graph does not show). A panel is compressed when
+``compression`` is on; else, when ``per-task-compression`` is on, the rule
+decides it from its sample; else it is not compressed, and nothing is sampled.
+
 Every decision is logged in the producing process (:func:`drain`), so a run can
 show which panels each rule compressed and when.
 """
@@ -56,13 +66,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Costs", "PerTask", "Estimate", "calibrate", "estimate", "decide", "hybrid", "seconds", "drain"]
+__all__ = ["Costs", "PerTask", "PER_TASK", "Estimate", "calibrate", "estimate", "decide", "hybrid", "seconds",
+           "drain"]
 
 #: Sampled rows: every ``STRIDE``-th row of a panel is read to estimate its tiles.
 STRIDE = 8
 #: Hybrid: the per-task evidence overrides the mode when one form is expected
 #: this many times cheaper than the other.
 MARGIN = 1.25
+#: The optimization whose state lets a deferred rule decide the panels that the
+#: mode leaves uncompressed (``PerTask(..., deferred=True)``).
+PER_TASK = "per-task-compression"
 
 
 @dataclass(frozen=True)
@@ -104,27 +118,45 @@ class PerTask:
     prior : bool
         Hybrid: the panel's payoff where one form is :data:`MARGIN` times
         cheaper, the global mode's state on closer calls (:func:`hybrid`).
+    deferred : bool
+        The global mode first: compressed where ``compression`` is on; decided
+        by this rule where it is off and :data:`PER_TASK` is on; else not
+        compressed, without a sample.
 
     Examples
     --------
     >>> PerTask(reads=2, remote=True)
-    PerTask(reads=2, remote=True, prior=False)
+    PerTask(reads=2, remote=True, prior=False, deferred=False)
     >>> PerTask(reads=0, remote=False)
     Traceback (most recent call last):
     ...
     ValueError: reads must be an integer >= 1, got 0
+    >>> PerTask(reads=2, remote=False, prior=True, deferred=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: a rule is either a hybrid (prior=True) or deferred (deferred=True), not both
     """
 
     reads: int
     remote: bool
     prior: bool = False
+    deferred: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.reads, bool) or not isinstance(self.reads, (int, np.integer)) or self.reads < 1:
             raise ValueError(f"reads must be an integer >= 1, got {self.reads!r}")
+        if self.prior and self.deferred:
+            raise ValueError("a rule is either a hybrid (prior=True) or deferred (deferred=True), not both")
 
     def __call__(self, dense: np.ndarray, tile: int, threshold: Any) -> bool:
         """Compress this panel? (Logs the decision; see :func:`drain`.)"""
+        if self.deferred:
+            from ..schedulers.board import is_on
+
+            mode_on = is_on("compression")
+            if mode_on or not is_on(PER_TASK):  # the mode decides; no sample is taken
+                _log(self, mode_on, "mode", None, None)
+                return mode_on
         est = estimate(dense, tile, threshold)
         on, off = seconds(est, calibrate(), self.reads, self.remote, _bandwidth())
         if self.prior:

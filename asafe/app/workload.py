@@ -95,6 +95,7 @@ __all__ = [
     "CALIBRATION_PHASES",
     "HELD_OUT_PHASES",
     "HELD_OUT_2_PHASES",
+    "HELD_OUT_3_PHASES",
     "LOADED_PHASES",
     "phases_for",
     "Thresholds",
@@ -334,6 +335,29 @@ HELD_OUT_2_PHASES: tuple[Phase, ...] = (
           panels=6, description="a pure graph, local, each panel multiplying 32 vectors"),
 )
 
+#: A third held-out set, fixed before ``adaptive-sampling`` (the mode first, the
+#: per-task rule where the declared reuse leaves the payoff to the content) was
+#: first run: other graphs (seed 1), declared reuse below, inside and above the
+#: band where the calibration phases disagreed (2 to 16 reads), on contents
+#: where compression pays (graphs) and where it does not (blocks 25-35% full),
+#: both placements, in an order that alternates them.
+HELD_OUT_3_PHASES: tuple[Phase, ...] = (
+    Phase("ho3-shipped-graph", scale=12, dense_fraction=0.03, placement="shipped", steps=5, panels=8, seed=1,
+          description="a graph with 3% dense blocks, shipped, read once"),
+    Phase("ho3-local-graph-reused6", scale=12, dense_fraction=0.02, placement="local", steps=4, vectors=6,
+          panels=8, seed=1, description="a graph with 2% dense blocks, local, 6 vectors"),
+    Phase("ho3-local-fill25-reused4", scale=12, dense_fraction=1.0, fill=0.25, placement="local", steps=3,
+          vectors=4, panels=12, seed=1, description="25%-full blocks everywhere, local, 4 vectors"),
+    Phase("ho3-shipped-fill35-reused3", scale=11, tile=64, dense_fraction=0.4, fill=0.35, placement="shipped",
+          steps=5, vectors=3, panels=8, seed=1, description="40% of the 64-tiles 35%-full blocks, shipped, 3 vectors"),
+    Phase("ho3-local-once-blocks", scale=13, tile=256, dense_fraction=0.7, fill=0.3, placement="local", steps=3,
+          panels=16, seed=1, description="70% of the 256-tiles 30%-full blocks, local, read once"),
+    Phase("ho3-local-graph-reused12", scale=11, tile=64, dense_fraction=0.1, placement="local", steps=4,
+          vectors=12, panels=6, seed=1, description="a graph with 10% dense 64-blocks, local, 12 vectors"),
+    Phase("ho3-local-blocks-reused20", scale=12, tile=256, dense_fraction=0.5, fill=0.3, placement="local",
+          steps=3, vectors=20, panels=8, seed=1, description="half the 256-tiles 30%-full blocks, local, 20 vectors"),
+)
+
 #: Phases that change under load (issue 18's run): a graph run quiet and then
 #: beside a competing job the graph does not show (:mod:`asafe.app.load`), so
 #: the phase changes by its environment alone -- a bulk flow taking a share of
@@ -358,12 +382,12 @@ LOADED_PHASES: tuple[Phase, ...] = (
 
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
           "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES,
-          "loaded": LOADED_PHASES}
+          "heldout3": HELD_OUT_3_PHASES, "loaded": LOADED_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
     """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"``,
-    ``"heldout2"`` or ``"loaded"``.
+    ``"heldout2"``, ``"heldout3"`` or ``"loaded"``.
 
     Examples
     --------
@@ -688,7 +712,8 @@ def _map(client: Any, func: Callable, args: list[tuple], keys: list[str], worker
     return futures
 
 
-RULES = ("per-task", "hybrid")
+#: Variants whose producers decide each panel with a :class:`~asafe.app.pertask.PerTask` rule.
+RULES = ("per-task", "hybrid", "adaptive-sampling")
 
 
 def _per_panel(compress: Any, phase: Phase, plan: list[tuple[str, str]]) -> list[Any]:
@@ -699,7 +724,8 @@ def _per_panel(compress: Any, phase: Phase, plan: list[tuple[str, str]]) -> list
         return [compress] * len(plan)
     from .pertask import PerTask
 
-    return [PerTask(reads=phase.vectors, remote=producer != consumer, prior=compress == "hybrid")
+    return [PerTask(reads=phase.vectors, remote=producer != consumer, prior=compress == "hybrid",
+                    deferred=compress == "adaptive-sampling")
             for producer, consumer in plan]
 
 
@@ -715,13 +741,15 @@ def run_phase(
 
     Parameters
     ----------
-    compress : bool, None, "per-task" or "hybrid"
+    compress : bool, None, "per-task", "hybrid" or "adaptive-sampling"
         ``None``: the producers ask ``asafe.is_on("compression")`` (install a
         runtime first); ``True``/``False``: a static setting; ``"per-task"``:
         each panel is decided by :class:`~asafe.app.pertask.PerTask` from its
         reuse, whether its consumer is pinned to another worker, a sample of its
         tiles and calibrated costs; ``"hybrid"``: the same rule with the global
-        mode as a prior (install a runtime first).
+        mode as a prior; ``"adaptive-sampling"``: the mode first, the rule where
+        the mode has switched :data:`~asafe.app.pertask.PER_TASK` on (install a
+        runtime first for both).
     workers : list of str, optional
         Worker addresses (default: all, sorted).
     on_step : callable(step, steps), optional
@@ -836,6 +864,10 @@ class Thresholds:
     #: compression is also on while the scheduled producers declare at least this
     #: reuse (``AtLeast("reuse", reuse)``); ``inf``: the ratio alone decides
     reuse: float = math.inf
+    #: ``adaptive-sampling``: the per-task rule decides the panels the mode leaves
+    #: uncompressed while the scheduled producers declare at least this reuse
+    #: (:data:`asafe.app.pertask.PER_TASK`); ``inf``: never
+    per_task_reuse: float = math.inf
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -860,9 +892,14 @@ DEFAULT_THRESHOLDS = Thresholds(
         "(asafe.reuse). The local calibration phases with compression pinned on and off at 1, 2, 4, 8 and 16\n"
         "reads (python -m benchmarks phased --section reuse, docs/results/calibration-reuse/, fba398c):\n"
         "benchmarks.phased.reuse_rule takes the smallest reuse from which on won in every local phase:\n"
-        "cal-local-dense from 4 (1.05x), cal-local-fill20 only at 16 (1.075x; 0.89x-0.96x below)."
+        "cal-local-dense from 4 (1.05x), cal-local-fill20 only at 16 (1.075x; 0.89x-0.96x below).\n"
+        "per_task_reuse = 2 (the adaptive-sampling variant only): from the same data, benchmarks.phased.\n"
+        "per_task_rule takes the smallest reuse from which on won in at least one local phase (cal-local-dense\n"
+        "from 2, 1.003x): between it and reuse, the calibration phases disagree -- the content decides, which\n"
+        "the graph does not show -- so there the per-task rule samples the panels the mode leaves off."
     ),
     reuse=16.0,
+    per_task_reuse=2.0,
 )
 
 
@@ -882,12 +919,24 @@ def compression_domain(thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Any:
     return AnyOf([ratio, AtLeast("reuse", thresholds.reuse)])
 
 
-def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False) -> Any:
-    """The runtime of the ``adaptive`` variant: compression under :func:`compression_domain`."""
-    from ..core.runtime import AdaptiveRuntime, Optimization
+def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False,
+                     per_task: bool = False) -> Any:
+    """The runtime of the ``adaptive`` variant: compression under :func:`compression_domain`.
 
+    ``per_task=True`` (the ``adaptive-sampling`` variant) adds the optimization
+    :data:`asafe.app.pertask.PER_TASK` under ``AtLeast("reuse",
+    thresholds.per_task_reuse)``: where it is on and compression is off, a
+    deferred per-task rule decides each panel.
+    """
+    from ..core.domains import AtLeast
+    from ..core.runtime import AdaptiveRuntime, Optimization
+    from .pertask import PER_TASK
+
+    optimizations = [Optimization("compression", compression_domain(thresholds), initial=initial)]
+    if per_task:
+        optimizations.append(Optimization(PER_TASK, AtLeast("reuse", thresholds.per_task_reuse), initial=False))
     return AdaptiveRuntime(
-        [Optimization("compression", compression_domain(thresholds), initial=initial)],
+        optimizations,
         window=thresholds.window, blend=thresholds.blend, dwell=thresholds.dwell,
         dwell_tasks=thresholds.dwell_tasks, signals=False,
     )
@@ -898,15 +947,18 @@ def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool 
 #: (:mod:`asafe.app.pertask`, the strongest alternative design) and the static settings.
 VARIANTS = ("adaptive", "per-task", "static-on", "static-off")
 #: Every variant that can be run: the default ones, ``hybrid`` (the global mode
-#: as a prior, the per-task payoff as evidence) and ``adaptive-ready`` (adaptive
+#: as a prior, the per-task payoff as evidence), ``adaptive-sampling`` (the global
+#: mode first, the per-task rule where the declared reuse leaves the payoff to the
+#: content: :data:`Thresholds.per_task_reuse`) and ``adaptive-ready`` (adaptive
 #: with a scheduled view of ready tasks only, without the next wave: the design
 #: before it, for side-by-side runs).
-ALL_VARIANTS = ("adaptive", "adaptive-ready", "per-task", "hybrid", "static-on", "static-off")
+ALL_VARIANTS = ("adaptive", "adaptive-ready", "adaptive-sampling", "per-task", "hybrid", "static-on", "static-off")
 #: The variant that is not run: the best static setting per phase, chosen after the fact.
 ORACLE = "oracle"
-_COMPRESS = {"adaptive": None, "adaptive-ready": None, "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
+_COMPRESS = {"adaptive": None, "adaptive-ready": None, "adaptive-sampling": "adaptive-sampling",
+             "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
 #: Variants that install asafe's runtime.
-INSTALLED = ("adaptive", "adaptive-ready", "hybrid")
+INSTALLED = ("adaptive", "adaptive-ready", "adaptive-sampling", "hybrid")
 
 
 @dataclass
@@ -982,7 +1034,8 @@ def run_variant(
     if variant in INSTALLED:
         from ..schedulers.distributed import install
 
-        handle = install(client, adaptive_runtime(thresholds), next_wave=variant != "adaptive-ready")
+        handle = install(client, adaptive_runtime(thresholds, per_task=variant == "adaptive-sampling"),
+                         next_wave=variant != "adaptive-ready")
     try:
         callback = None
         if on_step is not None:
@@ -996,7 +1049,7 @@ def run_variant(
             result.decisions = sorted((d for ds in logged.values() for d in ds), key=lambda d: d["time"])
         if handle is not None:
             data = handle.info("history", "timeline")
-            history = handle.history
+            history = [t for t in handle.history if t.optimization == "compression"]
             result.transitions = [_transition_dict(t, runs) for t in history]
             result.timeline = [(when, _ratio(shares)) for when, shares, _ in data["timeline"]]
             result.states = [(runs[0].start, False)] + [(t.time, t.new) for t in history]
@@ -1075,6 +1128,16 @@ class Comparison:
                     made[i] += 1
                     compressed[i] += bool(d["compress"])
         return [c / m if m else None for c, m in zip(compressed, made)]
+
+    def load_reports(self) -> dict[str, list[dict[str, Any]]]:
+        """Per phase run beside a competing job, what the job did in each measured run (:mod:`asafe.app.load`)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for run in self.runs:
+            for p in run.phases:
+                if p.load is not None:
+                    out.setdefault(p.phase, []).append({"variant": run.variant, "repetition": run.repetition,
+                                                        **p.load})
+        return out
 
     def transitions_per_phase(self) -> list[int]:
         """Most transitions any adaptive run made within each phase."""
