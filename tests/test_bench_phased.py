@@ -98,3 +98,27 @@ def test_the_default_reuse_settings_follow_from_the_committed_calibration_data()
     gains = {name: {int(r): x["off_over_on"] for r, x in by_reuse.items()} for name, by_reuse in phases.items()}
     assert phased.reuse_rule(gains) == DEFAULT_THRESHOLDS.reuse == 16.0
     assert phased.per_task_rule(gains) == DEFAULT_THRESHOLDS.per_task_reuse == 2.0
+
+
+def test_the_phases_section_reports_its_phases_under_load(tmp_path, capsys):
+    import json
+
+    from distributed import Client, LocalCluster
+
+    from asafe.app import workload as wl
+    from benchmarks.harness import Results
+
+    quiet = wl.TEST_PHASES[0]
+    phases = [quiet, quiet.scaled(name="busy", load="memory")]
+    results = Results("phased", tmp_path)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        expected = [wl.reference(quiet)] * 2
+        phased.section_phases(client, phases, wl.DEFAULT_THRESHOLDS, expected, 1, results,
+                              variants=("adaptive", "static-on", "static-off"))
+    assert "under load (busy): adaptive" in capsys.readouterr().out
+    results.save()
+    record = json.loads((tmp_path / "phased" / "results.json").read_text())["records"]["phases"]
+    assert record["under_load"]["phases"] == ["busy"] and set(record["under_load"]["vs"]) == {
+        "static-on", "static-off", "oracle"}
+    assert [r["kind"] for r in record["loads"]["busy"]] == ["memory"] * 3  # one measured run per variant

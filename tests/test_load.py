@@ -18,7 +18,7 @@ import time
 import pytest
 
 from asafe.app import link
-from asafe.app.load import LOADS, check_load, external_load, main
+from asafe.app.load import LOADS, STOP_SECONDS, check_load, external_load, main
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -116,4 +116,5 @@ def test_a_link_job_takes_a_share_of_a_shaped_link(tmp_path):
     assert report["beside"] < 0.8 * report["alone"], report
     # the job's own flow crossed the same link: at most the link's rate over its life, plus the burst
     job = report["job"]
+    assert job is not None, f"the link job did not report (killed after {STOP_SECONDS} s?): {out.stderr[-2000:]}"
     assert 0 < job["bytes_moved"] <= 100e6 / 8 * job["seconds"] + 2 * link.parse_link("100mbit").burst_bytes
