@@ -318,7 +318,7 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
 
     def done(run: Any) -> None:
         label = "warm-up" if run.warmup else f"round {run.repetition + 1}"
-        print(f"  {run.variant:>10} {label:>8}: " + " ".join(f"{p.seconds:7.3f}" for p in run.phases)
+        print(f"  {run.variant:>17} {label:>8}: " + " ".join(f"{p.seconds:7.3f}" for p in run.phases)
               + f"  total {run.seconds:7.3f} s  {'correct' if run.correct else 'WRONG'}"
               + (f"  transitions {len(run.transitions)}" if run.variant in wl.INSTALLED else "")
               + (f"  compressed {sum(d['compress'] for d in run.decisions)}/{len(run.decisions)}"
