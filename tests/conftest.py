@@ -48,3 +48,44 @@ def hotpath():
             pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
         pytest.skip(message)
     return local._hotpath
+
+
+@pytest.fixture
+def namespaces():
+    """Skips where no shaped link can be made (a network namespace with tc on its loopback).
+
+    ``ASAFE_TEST_REQUIRE_NETNS=1`` (set by ``.ci/run``, which runs as root on
+    Linux) makes that a failure instead, so that CI cannot pass without one.
+    """
+    from asafe.app import link
+
+    try:
+        link.check_available()
+    except link.LinkUnavailable as exc:
+        if os.environ.get("ASAFE_TEST_REQUIRE_NETNS") == "1":
+            pytest.fail(f"{exc} (ASAFE_TEST_REQUIRE_NETNS=1 requires a shaped link)")
+        pytest.skip(f"no network namespace can be made here: {exc}")
+
+
+@pytest.fixture
+def run_behind_link(namespaces, tmp_path):
+    """``run_behind_link(script, timeout) -> (report, completed)``: run a script that enters a link.
+
+    The script calls :func:`asafe.app.link.enter` and prints one JSON line last;
+    it runs from ``tmp_path`` with this process's link variables removed, so
+    that it makes a namespace of its own. It must exit 0.
+    """
+    import json
+    import subprocess
+
+    from asafe.app import link
+
+    def run(script: str, timeout: float):
+        path = tmp_path / "behind_link.py"
+        path.write_text(script, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in (link.ENV_LINK, link.ENV_NETNS)}
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return json.loads(done.stdout.strip().splitlines()[-1]), done
+
+    return run

@@ -9,7 +9,6 @@ Linux), where that is a failure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -216,15 +215,7 @@ def test_common_link_option():
 
 
 # --------------------------------------------------------------------------- a shaped run
-def _need_namespaces() -> None:
-    try:
-        link.check_available()
-    except link.LinkUnavailable as exc:
-        if os.environ.get("ASAFE_TEST_REQUIRE_NETNS") == "1":
-            pytest.fail(f"{exc} (ASAFE_TEST_REQUIRE_NETNS=1 requires a shaped link)")
-        pytest.skip(f"no network namespace can be made here: {exc}")
-
-
+# (the fixtures `namespaces` and `run_behind_link` are in tests/conftest.py)
 RATE = "100mbit"
 PAYLOAD = 20_000_000  # bytes moved from worker A to worker B: 1.6 s at 100 Mbit/s
 
@@ -258,14 +249,8 @@ SCRIPT = textwrap.dedent(f"""
 """)
 
 
-def test_a_cluster_behind_a_shaped_link(tmp_path):
-    _need_namespaces()
-    script = tmp_path / "shaped.py"
-    script.write_text(SCRIPT, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in (link.ENV_LINK, link.ENV_NETNS)}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr[-4000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+def test_a_cluster_behind_a_shaped_link(run_behind_link):
+    report, _ = run_behind_link(SCRIPT, timeout=120)
     # inside a namespace of its own, shaped as asked, the cluster on its loopback
     assert report["netns"] != os.readlink("/proc/self/ns/net")
     info = report["link"]
@@ -283,8 +268,7 @@ def test_a_cluster_behind_a_shaped_link(tmp_path):
     assert 0.3 * bits <= measured <= 1.5 * bits, f"{measured / 1e6:.1f} Mbit/s between two sockets"
 
 
-def test_asafe_link_measures_the_link():
-    _need_namespaces()
+def test_asafe_link_measures_the_link(namespaces):
     out = subprocess.run([sys.executable, "-m", "asafe.app.cli", "link", "1gbit"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]

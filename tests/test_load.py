@@ -8,10 +8,7 @@ link": the share is measured by the benchmarks.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -99,19 +96,8 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_a_link_job_takes_a_share_of_a_shaped_link(tmp_path):
-    try:
-        link.check_available()
-    except link.LinkUnavailable as exc:
-        if os.environ.get("ASAFE_TEST_REQUIRE_NETNS") == "1":
-            pytest.fail(f"{exc} (ASAFE_TEST_REQUIRE_NETNS=1 requires a shaped link)")
-        pytest.skip(f"no network namespace can be made here: {exc}")
-    script = tmp_path / "share.py"
-    script.write_text(SCRIPT, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in (link.ENV_LINK, link.ENV_NETNS)}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90, env=env)
-    assert out.returncode == 0, out.stderr[-4000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+def test_a_link_job_takes_a_share_of_a_shaped_link(run_behind_link):
+    report, out = run_behind_link(SCRIPT, timeout=90)
     # alone, the flow gets the link (tbf's initial burst included); beside the job, clearly less of it
     assert report["beside"] < 0.8 * report["alone"], report
     # the job's own flow crossed the same link: at most the link's rate over its life, plus the burst

@@ -95,21 +95,26 @@ def test_hybrid_takes_the_mode_on_close_calls_only(on, off, mode_on, expected):
     assert pertask.hybrid(on, off, mode_on, margin=1.25) == expected
 
 
-def test_hybrid_rule_reads_the_mode():
+def _decide_under(rule, *boards):
+    """``rule``'s decision on a sparse shipped panel under each board state in turn, and what it logged."""
     from asafe.schedulers import board
 
     pertask.drain()
-    phase = wl.PHASES[0].scaled(scale=10, panels=4)
-    dense, source = _panel(phase)
-    rule = pertask.PerTask(reads=1, remote=True, prior=True)
+    dense, source = _panel(wl.PHASES[0].scaled(scale=10, panels=4))
     saved = board.snapshot()
     try:
-        for state in (False, True):
-            board.publish({"compression": state})
-            rule(dense, source.tile, source.threshold)
+        decided = []
+        for states in boards:
+            board.publish(states)
+            decided.append(rule(dense, source.tile, source.threshold))
     finally:
         board.restore(saved)
-    logged = pertask.drain()
+    return decided, pertask.drain()
+
+
+def test_hybrid_rule_reads_the_mode():
+    rule = pertask.PerTask(reads=1, remote=True, prior=True)
+    _, logged = _decide_under(rule, {"compression": False}, {"compression": True})
     for d, state in zip(logged, (False, True)):
         expected = pertask.hybrid(d["on_s"], d["off_s"], state)
         assert (d["compress"], d["why"]) == expected
@@ -121,19 +126,8 @@ def test_hybrid_rule_reads_the_mode():
     (False, True, None),  # compression off, the per-task optimization on: the rule decides from its sample
 ])
 def test_a_deferred_rule_asks_the_mode_first(compression, per_task, expected):
-    from asafe.schedulers import board
-
-    pertask.drain()
-    phase = wl.PHASES[0].scaled(scale=10, panels=4)
-    dense, source = _panel(phase)
     rule = pertask.PerTask(reads=1, remote=True, deferred=True)
-    saved = board.snapshot()
-    try:
-        board.publish({"compression": compression, pertask.PER_TASK: per_task})
-        decided = rule(dense, source.tile, source.threshold)
-    finally:
-        board.restore(saved)
-    (d,) = pertask.drain()
+    (decided,), (d,) = _decide_under(rule, {"compression": compression, pertask.PER_TASK: per_task})
     if expected is None:  # the payoff of a sparse shipped panel: compress, with the costs logged
         assert (decided, d["why"]) == (True, "payoff") and d["on_s"] < d["off_s"]
     else:
