@@ -11,7 +11,9 @@ panel counts, phase lengths and order, and a phase where the ratio and the
 payoff disagree; ``--phases heldout2``: fixed before the reuse threshold was
 evaluated, with declared reuse below, at and above it; ``--phases heldout3``:
 fixed before ``adaptive-sampling`` first ran, other graphs, reuse below, inside
-and above the band where the per-task rule decides; ``--phases loaded``:
+and above the band where the per-task rule decides; ``--phases heldout4``:
+fixed before a graph's arrival was let past the dwell, short phases next to
+long ones; ``--phases loaded``:
 graphs run quiet and then beside a competing job the graph does not show, a
 bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`).
 
@@ -639,11 +641,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, heldout2, heldout3, loaded, calibration "
+                        help="phase set of the phases section: default, quick, heldout, heldout2, heldout3, heldout4, loaded, "
+                             "calibration "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
                         help="variants of the phases section, comma-separated from adaptive, adaptive-ready, "
-                             "adaptive-sampling, per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
+                             "adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
                              "static-off)")
     parser.add_argument("--tune-phases", default="calibration", metavar="SET",
                         help="phase set of the ratios and sweep sections (default: calibration)")

@@ -162,3 +162,105 @@ def test_dwell_is_respected(sequence, dwell, dwell_tasks, steps):
     for earlier, later in zip(times, times[1:]):
         assert later - earlier >= dwell
         assert finished_at[later] - finished_at[earlier] >= dwell_tasks
+
+
+# --------------------------------------------------------------------------- a graph's arrival and the dwell
+def make_arrival_runtime(skip=True, dwell=0.2, dwell_tasks=16):
+    opt = Optimization("compression", Hysteresis(1.0, 8.0))
+    return AdaptiveRuntime([opt], dwell=dwell, dwell_tasks=dwell_tasks, interval=0, signals=False,
+                           arrivals_skip_dwell=skip)
+
+
+SHIPPED, LOCAL = ratio_mode(0.25), ratio_mode(math.inf)
+
+
+def test_an_arrival_the_scheduled_view_agrees_with_skips_the_dwell():
+    # The held-out run at 1 Gbit/s (docs/results/load-eval/heldout-1gbit): a
+    # short local phase turns compression off, the next phase's shipped graph
+    # arrives 0.05 s later. The dwell held that toggle for 0.13-0.27 s and the
+    # first panels crossed uncompressed; the arrival's prediction now decides.
+    rt = make_arrival_runtime()
+    rt.evaluate(SHIPPED, now=0.0, arrival=True, predicted=SHIPPED)
+    finish(rt, 16)
+    rt.evaluate(LOCAL, now=1.0)
+    rt.evaluate(SHIPPED, now=1.05)  # measured, within the dwell: held
+    rt.evaluate(SHIPPED, now=1.05, arrival=True, predicted=SHIPPED)
+    rt.evaluate(LOCAL, now=1.1)  # measured, within the dwell of the arrival's toggle: held
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (1.0, False), (1.05, True)]
+
+
+def test_an_arrival_whose_toggle_the_measurements_drive_is_held():
+    # A one-task graph (a gather, a normalize) against a full window: the blend
+    # says "toggle" on the measurements, the scheduled view alone does not.
+    rt = make_arrival_runtime()
+    rt.evaluate(SHIPPED, now=0.0)
+    rt.evaluate(LOCAL, now=0.05, arrival=True, predicted=SHIPPED)
+    rt.evaluate(LOCAL, now=0.06, arrival=True, predicted=ratio_mode(4.0))  # inside the band: keeps on
+    assert rt.state("compression") is True
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True)]
+
+
+def test_without_arrivals_skip_dwell_the_dwell_holds_arrivals_too():
+    rt = make_arrival_runtime(skip=False)
+    rt.evaluate(SHIPPED, now=0.0, arrival=True, predicted=SHIPPED)  # the first toggle: nothing to hold it
+    finish(rt, 16)
+    rt.evaluate(LOCAL, now=0.05, arrival=True, predicted=LOCAL)  # 0.05 s after: held
+    rt.evaluate(LOCAL, now=0.25, arrival=True, predicted=LOCAL)
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (0.25, False)]
+
+
+def finish(rt, n):
+    for _ in range(n):
+        rt.tracker.finish("compute", "inc", 0.001, scheduled=False)
+
+
+def test_an_arrival_reads_the_trackers_scheduled_view():
+    rt = make_arrival_runtime()
+    rt.evaluate(SHIPPED, now=0.0)
+    rt.evaluate(LOCAL, now=0.01, arrival=True)  # nothing scheduled: no prediction, held
+    assert rt.state("compression") is True
+    for _ in range(4):
+        rt.tracker.add("compute", "think")
+    rt.evaluate(LOCAL, now=0.02, arrival=True)  # four compute tasks scheduled: ratio inf, off
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (0.02, False)]
+
+
+def test_a_domain_that_raises_on_the_prediction_leaves_the_dwell_in_force():
+    class OnlyMeasured(Hysteresis):
+        def decide(self, mode, state):
+            if mode.signals.get("predicted"):
+                raise RuntimeError("cannot judge a prediction")
+            return super().decide(mode, state)
+
+    rt = AdaptiveRuntime([Optimization("c", OnlyMeasured(1.0, 8.0))], dwell=1.0, dwell_tasks=0, interval=0,
+                         signals=False)
+    rt.evaluate(SHIPPED, now=0.0)
+    rt.evaluate(LOCAL, now=0.1, arrival=True, predicted=ModeVector({"compute": 1.0}, predicted=1.0))
+    assert rt.state("c") is True
+    assert [e.error for e in rt.errors] == ["RuntimeError: cannot judge a prediction"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ratios, st.floats(0.0, 3.0), st.integers(0, 6), st.lists(st.floats(0.01, 1.0), min_size=60, max_size=60),
+       st.lists(st.sampled_from(["measured", "agreeing", "disagreeing"]), min_size=60, max_size=60))
+def test_only_an_arrival_the_prediction_agrees_with_beats_the_dwell(sequence, dwell, dwell_tasks, steps, kinds):
+    # Whatever the order of measured evaluations and arrivals: a toggle closer
+    # to the previous one than the dwell was made at an arrival whose scheduled
+    # view alone makes it too, and toggles never outnumber threshold crossings.
+    rt = make_arrival_runtime(dwell=dwell, dwell_tasks=dwell_tasks)
+    now, made_by = 0.0, {}
+    for ratio, step, kind in zip(sequence, steps, kinds):
+        now += step
+        mode = ratio_mode(ratio)
+        predicted = mode if kind == "agreeing" else ratio_mode(3.0)  # inside the band: never a toggle
+        before = len(rt.history)
+        rt.evaluate(mode, now=now, arrival=kind != "measured", predicted=predicted)
+        if len(rt.history) > before:
+            made_by[now] = (kind, rt.tracker.finished)
+        rt.tracker.finish("compute", "inc", 0.0, scheduled=False)
+    assert len(rt.history) <= crossings(sequence, 1.0, 8.0, False)
+    times = [t.time for t in rt.history]
+    for earlier, later in zip(times, times[1:]):
+        held = later - earlier < dwell or made_by[later][1] - made_by[earlier][1] < dwell_tasks
+        if held:
+            assert made_by[later][0] == "agreeing"

@@ -316,6 +316,26 @@ def test_a_graph_that_declares_reuse_runs_compressed_from_its_first_task(schedul
     assert "reuse" not in rt._signal_sources  # detached on exit
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_graphs_arrival_on_the_local_schedulers_is_not_held_by_the_dwell(skip):
+    # a dwell longer than the run: after the first toggle, only a graph's start moves the state
+    domain = asafe.AnyOf([Hysteresis(alpha=0.5, beta=2.0), asafe.AtLeast("reuse", on=8)])
+    rt = AdaptiveRuntime([Optimization("compression", domain)], window=32, dwell=600, dwell_tasks=10_000,
+                         interval=0, signals=False, arrivals_skip_dwell=skip)
+    with asafe.adaptive(rt, scheduler="threads"):
+        with asafe.reuse(16):
+            (seen_reused,) = dask.compute(phase(work, n=20))
+        with asafe.reuse(2):
+            (seen_once,) = dask.compute(phase(work, n=20))
+    assert all(seen_reused)
+    if skip:
+        assert not any(seen_once)
+        assert [(t.old, t.new) for t in rt.history] == [(False, True), (True, False)]
+    else:
+        assert all(seen_once)
+        assert [(t.old, t.new) for t in rt.history] == [(False, True)]
+
+
 def test_a_bad_reuse_annotation_is_ignored_on_the_local_schedulers(caplog):
     rt = _reuse_runtime()
     with asafe.adaptive(rt, scheduler="sync"):

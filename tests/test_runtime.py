@@ -200,3 +200,19 @@ def test_signal_sources_reach_the_mode_and_a_bad_one_is_left_out(caplog):
         rt.add_signal("ratio", bandwidth)
     with pytest.raises(TypeError, match="callable"):
         rt.add_signal("bandwidth", 5e7)
+
+
+def test_arrivals_skip_dwell_is_configured_and_travels_with_the_runtime():
+    assert AdaptiveRuntime(signals=False).arrivals_skip_dwell is True
+    with dask.config.set({"asafe.controller.arrivals-skip-dwell": "off"}):  # as an environment variable spells it
+        rt = AdaptiveRuntime(signals=False)
+    assert rt.arrivals_skip_dwell is False
+    assert pickle.loads(pickle.dumps(rt)).arrivals_skip_dwell is False  # to a cluster's scheduler
+
+
+def test_bad_arrivals_skip_dwell_says_what_is_allowed():
+    with dask.config.set({"asafe.controller.arrivals-skip-dwell": "sometimes"}):
+        with pytest.raises(ValueError, match=r"asafe.controller.arrivals-skip-dwell must be a boolean .*'sometimes'"):
+            AdaptiveRuntime(signals=False)
+    with pytest.raises(TypeError, match="arrivals_skip_dwell must be True or False, got 1"):
+        AdaptiveRuntime(signals=False, arrivals_skip_dwell=1)

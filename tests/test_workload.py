@@ -37,7 +37,7 @@ def test_phase_validation():
 
 
 @pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "heldout3",
-                                  "loaded"])
+                                  "heldout4", "loaded"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -251,7 +251,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
         return tuple(sorted(d.items()))
 
     sets = {size: wl.phases_for(size)
-            for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "loaded")}
+            for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "heldout4", "loaded")}
     for a in sets:
         for b in sets:
             if a < b:
@@ -265,3 +265,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
     reads = {p.vectors for p in sets["heldout3"] if p.placement == "local"}
     low = wl.DEFAULT_THRESHOLDS.per_task_reuse
     assert min(reads) < low and any(low <= r < threshold for r in reads) and max(reads) >= threshold
+    # the fourth: short local phases (a toggle within a dwell of the last) followed by shipped ones
+    fourth = sets["heldout4"]
+    turns = [(a, b) for a, b in zip(fourth, fourth[1:]) if a.placement == "local" and b.placement == "shipped"]
+    assert sum(a.steps <= 3 for a, _ in turns) >= 2

@@ -22,6 +22,10 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
     samples and decides the panels the mode leaves uncompressed while the
     scheduled producers declare a reuse at which the calibration phases
     disagreed (from 2 reads; at 16 and beyond compression is on anyway);
+``adaptive-ready`` / ``adaptive-dwell`` (``--variants``)
+    adaptive as it was before two later rules, for side-by-side runs: without
+    the next wave in the scheduled view / with the dwell holding a graph's
+    arrival too (``arrivals_skip_dwell=False``);
 ``static-on`` / ``static-off``
     compression always on / always off (no asafe installed: the strongest
     baselines);
@@ -137,7 +141,7 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
 
 
 #: The variants compared with the others (``new_vs_base``), in this order.
-_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "hybrid", "per-task")
+_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-dwell", "hybrid", "per-task")
 
 
 def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
@@ -384,8 +388,8 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.set_title(title, fontsize=8)
     names = [p["name"] for p in report["phases"]]
     variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
-    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "per-task": "tab:purple", "hybrid": "tab:cyan",
-              "adaptive-sampling": "tab:brown", "static-on": "tab:green",
+    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "adaptive-dwell": "tab:orange",
+              "per-task": "tab:purple", "hybrid": "tab:cyan", "adaptive-sampling": "tab:brown", "static-on": "tab:green",
               "static-off": "tab:red", "oracle": "0.5"}
     width = 0.8 / len(variants)
     for k, v in enumerate(variants):

@@ -96,6 +96,7 @@ __all__ = [
     "HELD_OUT_PHASES",
     "HELD_OUT_2_PHASES",
     "HELD_OUT_3_PHASES",
+    "HELD_OUT_4_PHASES",
     "LOADED_PHASES",
     "phases_for",
     "Thresholds",
@@ -358,6 +359,28 @@ HELD_OUT_3_PHASES: tuple[Phase, ...] = (
           steps=3, vectors=20, panels=8, seed=1, description="half the 256-tiles 30%-full blocks, local, 20 vectors"),
 )
 
+#: A fourth held-out set, fixed before ``arrivals_skip_dwell`` (a graph's arrival
+#: is not held by the dwell where the scheduled view alone makes its toggle) was
+#: first run: other graphs (seed 2), short phases of two or three steps next to
+#: long ones -- where a phase turns the state within a dwell of the previous
+#: toggle -- both placements, reuse from 1 to 4 reads, tiles of 64, 128 and 256.
+HELD_OUT_4_PHASES: tuple[Phase, ...] = (
+    Phase("ho4-shipped-graph-short", scale=12, dense_fraction=0.05, placement="shipped", steps=3, panels=8, seed=2,
+          description="a graph with 5% dense blocks, shipped, read once, three steps"),
+    Phase("ho4-local-short", scale=12, dense_fraction=1.0, fill=0.25, placement="local", steps=2, panels=8, seed=2,
+          description="25%-full blocks everywhere, local, read once, two steps"),
+    Phase("ho4-shipped-fill20", scale=11, tile=256, dense_fraction=0.3, fill=0.2, placement="shipped", steps=6,
+          vectors=2, panels=6, seed=2, description="30% of the 256-tiles 20%-full blocks, shipped, 2 vectors"),
+    Phase("ho4-local-graph-reused3", scale=12, dense_fraction=0.05, placement="local", steps=3, vectors=3, panels=8,
+          seed=2, description="a graph with 5% dense blocks, local, 3 vectors"),
+    Phase("ho4-shipped-reused4", scale=11, tile=64, dense_fraction=0.15, placement="shipped", steps=4, vectors=4,
+          panels=8, seed=2, description="15% dense 64-blocks on the graph, shipped, 4 vectors"),
+    Phase("ho4-local-once-short", scale=13, tile=64, dense_fraction=1.0, fill=0.4, placement="local", steps=2,
+          panels=16, seed=2, description="40%-full 64-tiles everywhere, local, read once, two steps"),
+    Phase("ho4-shipped-sparse-long", scale=11, dense_fraction=0.0, placement="shipped", steps=10, panels=6, seed=2,
+          description="a pure graph, shipped, read once, ten steps"),
+)
+
 #: Phases that change under load (issue 18's run): a graph run quiet and then
 #: beside a competing job the graph does not show (:mod:`asafe.app.load`), so
 #: the phase changes by its environment alone -- a bulk flow taking a share of
@@ -382,12 +405,12 @@ LOADED_PHASES: tuple[Phase, ...] = (
 
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
           "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES,
-          "heldout3": HELD_OUT_3_PHASES, "loaded": LOADED_PHASES}
+          "heldout3": HELD_OUT_3_PHASES, "heldout4": HELD_OUT_4_PHASES, "loaded": LOADED_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
     """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"``,
-    ``"heldout2"``, ``"heldout3"`` or ``"loaded"``.
+    ``"heldout2"``, ``"heldout3"``, ``"heldout4"`` or ``"loaded"``.
 
     Examples
     --------
@@ -887,7 +910,9 @@ DEFAULT_THRESHOLDS = Thresholds(
         "decides when it holds a window's worth of tasks; the measured window weighs 10% (the sweep's blend\n"
         "row compares 0.1, 0.25, 0.5 and 1, the measured window alone).\n"
         "window = 16 measurements, about one step of a phase; dwell: 0.2 s and 16 finished tasks between\n"
-        "two toggles (kept from the previous calibration, not re-tuned).\n"
+        "two toggles (kept from the previous calibration, not re-tuned); a toggle decided when a graph arrives\n"
+        "is not held by it where the scheduled view alone makes it too (arrivals_skip_dwell; adaptive-dwell:\n"
+        "the rule off, for side-by-side runs).\n"
         "reuse = 16: compression is also on while the scheduled producers declare >= 16 reads per panel\n"
         "(asafe.reuse). The local calibration phases with compression pinned on and off at 1, 2, 4, 8 and 16\n"
         "reads (python -m benchmarks phased --section reuse, docs/results/calibration-reuse/, fba398c):\n"
@@ -920,13 +945,15 @@ def compression_domain(thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Any:
 
 
 def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False,
-                     per_task: bool = False) -> Any:
+                     per_task: bool = False, arrivals_skip_dwell: bool = True) -> Any:
     """The runtime of the ``adaptive`` variant: compression under :func:`compression_domain`.
 
     ``per_task=True`` (the ``adaptive-sampling`` variant) adds the optimization
     :data:`asafe.app.pertask.PER_TASK` under ``AtLeast("reuse",
     thresholds.per_task_reuse)``: where it is on and compression is off, a
-    deferred per-task rule decides each panel.
+    deferred per-task rule decides each panel. ``arrivals_skip_dwell=False``
+    (the ``adaptive-dwell`` variant): the dwell holds a graph's arrival too, the
+    rule before (see :meth:`asafe.AdaptiveRuntime.evaluate`).
     """
     from ..core.domains import AtLeast
     from ..core.runtime import AdaptiveRuntime, Optimization
@@ -938,7 +965,7 @@ def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool 
     return AdaptiveRuntime(
         optimizations,
         window=thresholds.window, blend=thresholds.blend, dwell=thresholds.dwell,
-        dwell_tasks=thresholds.dwell_tasks, signals=False,
+        dwell_tasks=thresholds.dwell_tasks, arrivals_skip_dwell=arrivals_skip_dwell, signals=False,
     )
 
 
@@ -949,16 +976,18 @@ VARIANTS = ("adaptive", "per-task", "static-on", "static-off")
 #: Every variant that can be run: the default ones, ``hybrid`` (the global mode
 #: as a prior, the per-task payoff as evidence), ``adaptive-sampling`` (the global
 #: mode first, the per-task rule where the declared reuse leaves the payoff to the
-#: content: :data:`Thresholds.per_task_reuse`) and ``adaptive-ready`` (adaptive
+#: content: :data:`Thresholds.per_task_reuse`), ``adaptive-ready`` (adaptive
 #: with a scheduled view of ready tasks only, without the next wave: the design
-#: before it, for side-by-side runs).
-ALL_VARIANTS = ("adaptive", "adaptive-ready", "adaptive-sampling", "per-task", "hybrid", "static-on", "static-off")
+#: before it, for side-by-side runs) and ``adaptive-dwell`` (adaptive with the
+#: dwell holding a graph's arrival too: the rule before ``arrivals_skip_dwell``).
+ALL_VARIANTS = ("adaptive", "adaptive-ready", "adaptive-dwell", "adaptive-sampling", "per-task", "hybrid",
+                "static-on", "static-off")
 #: The variant that is not run: the best static setting per phase, chosen after the fact.
 ORACLE = "oracle"
-_COMPRESS = {"adaptive": None, "adaptive-ready": None, "adaptive-sampling": "adaptive-sampling",
+_COMPRESS = {"adaptive": None, "adaptive-ready": None, "adaptive-dwell": None, "adaptive-sampling": "adaptive-sampling",
              "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
 #: Variants that install asafe's runtime.
-INSTALLED = ("adaptive", "adaptive-ready", "adaptive-sampling", "hybrid")
+INSTALLED = ("adaptive", "adaptive-ready", "adaptive-dwell", "adaptive-sampling", "hybrid")
 
 
 @dataclass
@@ -1018,7 +1047,8 @@ def run_variant(
 
     ``adaptive`` installs a fresh :func:`adaptive_runtime` first (outside the
     timed phases) and removes it after (``adaptive-ready`` the same, counting
-    ready tasks only: ``next_wave=False``); the static variants run without asafe
+    ready tasks only: ``next_wave=False``; ``adaptive-dwell`` with
+    ``arrivals_skip_dwell=False``); the static variants run without asafe
     installed and pass their setting to every producer (the strongest baseline:
     no plugin cost at all). ``on_step(phase_index, step, steps, handle)`` is
     called between steps (outside the timing); ``handle`` is the
@@ -1034,8 +1064,9 @@ def run_variant(
     if variant in INSTALLED:
         from ..schedulers.distributed import install
 
-        handle = install(client, adaptive_runtime(thresholds, per_task=variant == "adaptive-sampling"),
-                         next_wave=variant != "adaptive-ready")
+        runtime = adaptive_runtime(thresholds, per_task=variant == "adaptive-sampling",
+                                   arrivals_skip_dwell=variant != "adaptive-dwell")
+        handle = install(client, runtime, next_wave=variant != "adaptive-ready")
     try:
         callback = None
         if on_step is not None:

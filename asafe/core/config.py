@@ -51,8 +51,10 @@ def settings() -> dict[str, Any]:
         "interval": _seconds("asafe.controller.interval"),
         "dwell": _seconds("asafe.controller.dwell"),
         "dwell_tasks": int(get("asafe.controller.dwell-tasks")),
+        "arrivals_skip_dwell": parse_boolean(get("asafe.controller.arrivals-skip-dwell"),
+                                             "asafe.controller.arrivals-skip-dwell"),
         "history_size": int(get("asafe.controller.history-size")),
-        "signals": parse_boolean(get("asafe.signals.enabled")),
+        "signals": parse_boolean(get("asafe.signals.enabled"), "asafe.signals.enabled"),
         "signals_interval": _seconds("asafe.signals.interval"),
     }
 
@@ -86,13 +88,19 @@ def _seconds(key: str) -> float:
     return float(seconds)
 
 
-def parse_boolean(value: Any) -> bool:
+def parse_boolean(value: Any, key: str | None = None) -> bool:
     """A boolean setting; strings as environment variables spell them.
+
+    ``key``, the setting's name, goes into the error for a value that is not one.
 
     Examples
     --------
     >>> parse_boolean("off"), parse_boolean(True)
     (False, True)
+    >>> parse_boolean("sometimes", "asafe.signals.enabled")
+    Traceback (most recent call last):
+    ...
+    ValueError: asafe.signals.enabled must be a boolean (true/false, yes/no, on/off, 1/0), got 'sometimes'
     """
     if isinstance(value, str):  # environment variables arrive as strings
         lowered = value.strip().lower()
@@ -100,5 +108,6 @@ def parse_boolean(value: Any) -> bool:
             return True
         if lowered in {"false", "0", "no", "off"}:
             return False
-        raise ValueError(f"expected a boolean, got {value!r}")
+        raise ValueError(f"{key or 'the setting'} must be a boolean (true/false, yes/no, on/off, 1/0), "
+                         f"got {value!r}")
     return bool(value)

@@ -115,6 +115,10 @@ class AdaptiveRuntime:
         Minimum seconds between two toggles of one optimization.
     dwell_tasks : int
         Minimum number of finished tasks between two toggles of one optimization.
+    arrivals_skip_dwell : bool
+        At a graph's arrival (``evaluate(arrival=True)``), a toggle that the
+        scheduled view alone also makes is not held by the dwell (see
+        :meth:`evaluate`).
     interval : float
         Minimum seconds between two evaluations on the event path.
     default_type : str
@@ -147,6 +151,7 @@ class AdaptiveRuntime:
         default_duration: float | None = None,
         dwell: float | None = None,
         dwell_tasks: int | None = None,
+        arrivals_skip_dwell: bool | None = None,
         interval: float | None = None,
         default_type: str | None = None,
         signals: bool | None = None,
@@ -172,6 +177,10 @@ class AdaptiveRuntime:
         )
         self.dwell = _non_negative("dwell", settings["dwell"] if dwell is None else dwell)
         self.dwell_tasks = int(_non_negative("dwell_tasks", settings["dwell_tasks"] if dwell_tasks is None else dwell_tasks))
+        skip = settings["arrivals_skip_dwell"] if arrivals_skip_dwell is None else arrivals_skip_dwell
+        if not isinstance(skip, bool):
+            raise TypeError(f"arrivals_skip_dwell must be True or False, got {skip!r}")
+        self.arrivals_skip_dwell = skip
         self.interval = _non_negative("interval", settings["interval"] if interval is None else interval)
         self.default_type = validate_type(settings["default_type"] if default_type is None else default_type)
         use_signals = settings["signals"] if signals is None else signals
@@ -310,7 +319,8 @@ class AdaptiveRuntime:
             self._next_evaluation = now + self.interval
             self.evaluate()
 
-    def evaluate(self, mode: ModeVector | None = None, now: float | None = None) -> list[Transition]:
+    def evaluate(self, mode: ModeVector | None = None, now: float | None = None, *,
+                 arrival: bool = False, predicted: ModeVector | None = None) -> list[Transition]:
         """Decide every optimization's state now; return the transitions made.
 
         Parameters
@@ -320,8 +330,35 @@ class AdaptiveRuntime:
         now : float, optional
             The time of the decision (default ``time.time()``); dwell is measured
             on it.
+        arrival : bool
+            A graph (or a batch of futures) has just been submitted: the
+            scheduler integrations say so from ``update_graph`` and the local
+            schedulers' ``start_state``. With ``arrivals_skip_dwell``, a toggle
+            that the scheduled view alone (the prediction) also makes is not
+            held by the dwell: it is made on tasks that have not run, not on
+            measurements, so neither kind of flapping the dwell prevents can
+            drive it.
+        predicted : ModeVector, optional
+            The scheduled view to check an arrival's toggle against instead of
+            the tracker's (scripted runs, tests).
+
+        Examples
+        --------
+        A phase of local work turned compression off a moment ago; the next
+        phase's graph arrives, its transfers planned (ratio 0.25):
+
+        >>> from asafe import Hysteresis, ModeVector
+        >>> rt = AdaptiveRuntime([Optimization("c", Hysteresis(1.0, 8.0))], dwell=0.2, dwell_tasks=0, signals=False)
+        >>> shipped, local = ModeVector({"compute": 1, "communication": 4}), ModeVector({"compute": 1})
+        >>> [t.new for t in rt.evaluate(mode=shipped, now=0.0)], [t.new for t in rt.evaluate(mode=local, now=1.0)]
+        ([True], [False])
+        >>> rt.evaluate(mode=shipped, now=1.05)  # measured: the dwell holds it
+        []
+        >>> [t.new for t in rt.evaluate(mode=shipped, now=1.05, arrival=True, predicted=shipped)]
+        [True]
         """
         now = time.time() if now is None else now
+        signals = None
         if mode is None:
             signals = dict(self._signals.read()) if self._signals is not None else {}
             signals.update(self._read_sources())
@@ -333,7 +370,11 @@ class AdaptiveRuntime:
             for name, opt in self.optimizations.items():
                 old = self._states[name]
                 new = self._decide(opt, mode, old, now)
-                if new != old and self._dwell_allows(name, now):
+                if new == old:
+                    continue
+                if self._dwell_allows(name, now) or (
+                        arrival and self.arrivals_skip_dwell
+                        and self._predicted_agrees(opt, old, new, predicted, signals, mode, now)):
                     transitions.append(Transition(now, name, old, new, mode))
             if transitions:
                 self._apply(transitions)
@@ -352,6 +393,23 @@ class AdaptiveRuntime:
             return True
         last_time, last_finished = last
         return now - last_time >= self.dwell and self.tracker.finished - last_finished >= self.dwell_tasks
+
+    # An arrival's toggle skips the dwell only where the scheduled view alone
+    # makes it too. The blend gives the measured window its weight even at an
+    # arrival (all of it when the new graph is a task or two against a full
+    # window), and a toggle driven by measurements is what the dwell is for;
+    # the scheduled view counts tasks not yet run and transfers in
+    # uncompressed-equivalent seconds, so it holds neither noise of a few
+    # measurements nor the optimization's own effect. Two arrivals can still
+    # toggle back and forth, but only as fast as the graphs submitted change
+    # the scheduled work across the domain's whole band (a hysteresis).
+    def _predicted_agrees(self, opt: Optimization, old: bool, new: bool, predicted: ModeVector | None,
+                          signals: dict[str, float] | None, mode: ModeVector, now: float) -> bool:
+        if predicted is None:
+            predicted = self.tracker.scheduled_mode(**(mode.signals if signals is None else signals))
+            if predicted is None:  # nothing scheduled: no prediction to agree
+                return False
+        return self._decide(opt, predicted, old, now) == new  # a domain that raises keeps the state: held
 
     def _decide(self, opt: Optimization, mode: ModeVector, old: bool, now: float) -> bool:
         try:
@@ -394,6 +452,7 @@ class AdaptiveRuntime:
                 "default_duration": self.tracker.default_duration,
                 "dwell": self.dwell,
                 "dwell_tasks": self.dwell_tasks,
+                "arrivals_skip_dwell": self.arrivals_skip_dwell,
                 "interval": self.interval,
                 "default_type": self.default_type,
                 "signals": self._signals is not None,

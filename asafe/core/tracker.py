@@ -374,6 +374,24 @@ class ModeTracker:
     def _measured_work(self) -> dict[str, float]:
         return {t: max(w, 0.0) for t, w in self._measured.items() if w > 1e-15}
 
+    def scheduled_mode(self, **signals: float) -> ModeVector | None:
+        """The scheduled view alone as a mode (the blend's prediction), or ``None`` while it is empty.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=4, blend=0.5, default_duration=1.0)
+        >>> tracker.scheduled_mode() is None
+        True
+        >>> for _ in range(3):
+        ...     tracker.add("communication", "send")
+        >>> tracker.add("compute", "produce")
+        >>> tracker.scheduled_mode().ratio  # compute / communication
+        0.3333333333333333
+        """
+        with self._lock:
+            shares = _shares(self._scheduled_work())
+        return ModeVector(shares, **signals) if shares else None
+
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
         with self._lock:

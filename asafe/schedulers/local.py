@@ -198,9 +198,11 @@ class _TrackingCallback(Callback):
         if declared is not None:
             self._declared[id(run)] = declared
         self._schedule(run, state["ready"], dsk)
-        self._flush(run, time.perf_counter())
-        if declared is not None:
-            self.runtime.evaluate()  # the declared reuse is known now: decide before the first task
+        self.tracker.ingest(run.drain())
+        run.next_flush = time.perf_counter() + self.interval
+        # the graph's ready tasks (and its declared reuse) are known now: decide
+        # before its first task, as an arrival (AdaptiveRuntime.evaluate)
+        self.runtime.evaluate(arrival=True)
 
     def declared_reuse(self) -> float:
         """The mode's ``reuse`` signal: the mean declared by the running computations' graphs, else ``nan``."""

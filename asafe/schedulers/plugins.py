@@ -529,7 +529,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if self.next_wave:
                 for ts in waiting:  # the dependents of tasks of earlier graphs still running
                     self._join_wave(ts)
-            self.runtime.evaluate()
+            self.runtime.evaluate(arrival=True)
         except Exception:
             self._hook_failed("update_graph")
 

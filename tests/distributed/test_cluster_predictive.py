@@ -102,6 +102,24 @@ def test_measured_window_alone_runs_each_phase_start_in_the_old_state(client, ma
     assert seen["local-2"][0] is True
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_graphs_arrival_is_not_held_by_the_dwell(client, make_runtime, installed, skip):
+    # A dwell longer than the whole run: after the first toggle, only a graph's
+    # arrival can move the state, and only with arrivals_skip_dwell (the default).
+    options = dict(window=TASKS, dwell=600.0, dwell_tasks=10_000, blend=0.1, arrivals_skip_dwell=skip)
+    with installed(client, make_runtime(alpha=1.0, beta=4.0, **options)) as handle:
+        seen = _phases(client, handle)
+        history = [(t.old, t.new) for t in handle.history]
+    if skip:
+        assert seen["local-1"] == [False] * TASKS
+        assert seen["shipped-2"] == [True] * TASKS
+        assert seen["local-2"] == [False] * TASKS
+        assert history == [(False, True), (True, False), (False, True), (True, False)]
+    else:  # the toggle on in the first shipped phase holds for the rest of the run
+        assert seen["local-1"] == seen["shipped-2"] == seen["local-2"] == [True] * TASKS
+        assert history == [(False, True)]
+
+
 @asafe.typed("compute")
 def remembered_produce(i, nbytes):
     return produce(i, nbytes)
