@@ -13,7 +13,8 @@ evaluated, with declared reuse below, at and above it; ``--phases heldout3``:
 fixed before ``adaptive-sampling`` first ran, other graphs, reuse below, inside
 and above the band where the per-task rule decides; ``--phases heldout4``:
 fixed before a graph's arrival was let past the dwell, short phases next to
-long ones; ``--phases loaded``:
+long ones; ``--phases calibration2``: where that rule's default is chosen, and
+``--phases heldout5``, fixed with it, where the choice is checked; ``--phases loaded``:
 graphs run quiet and then beside a competing job the graph does not show, a
 bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`).
 
@@ -33,7 +34,9 @@ Sections (all run by default)
     phases (``--tune-phases``, the calibration set by default).
 ``phases``
     ``adaptive``, ``per-task`` (the per-task cost rule, :mod:`asafe.app.pertask`),
-    ``static-on``, ``static-off`` (``--variants``: ``hybrid``, ``adaptive-sampling`` too) interleaved (A B C, B C A, ...),
+    ``static-on``, ``static-off`` (``--variants``: the other variants of
+    :data:`asafe.app.workload.ALL_VARIANTS` too) interleaved in balanced orders
+    (:func:`asafe.app.stats.balanced_orders`),
     ``repetitions`` rounds, and the ``oracle`` (per phase the better static
     setting by median, chosen after the fact; its total is the sum of the
     per-phase times of that setting, per round). The targets of the demo: adaptive
@@ -369,7 +372,8 @@ def section_phases(client: Any, phases: list, thresholds: Any, expected: list, r
               + ", ".join(f"{x['ratio']:.3f}x {_interval(x['ci95'])} {v}" for v, x in loaded["vs"].items()))
     results.add(name, {"totals": totals, "per_phase": ms["per_phase"], "speedups": speedups,
                        "oracle_choice": cmp.oracle_choice(), "targets": targets,
-                       "transitions": report["transitions"], "thresholds": thresholds.as_dict(),
+                       "transitions": report["transitions"],
+                       "transitions_by_variant": report["transitions_by_variant"], "thresholds": thresholds.as_dict(),
                        "paired_speedups": report["speedups"], "variants": list(cmp.variants),
                        "compressed_share": {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES},
                        "phases": [p.as_dict() for p in phases], "warmup_s": cmp.warmup_seconds,
@@ -641,12 +645,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, heldout2, heldout3, heldout4, loaded, "
-                             "calibration "
+                        help="phase set of the phases section: default, quick, heldout, heldout2 to heldout5, loaded, "
+                             "calibration, calibration2 "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",
                         help="variants of the phases section, comma-separated from adaptive, adaptive-ready, "
-                             "adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
+                             "adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off (default: adaptive,per-task,static-on,"
                              "static-off)")
     parser.add_argument("--tune-phases", default="calibration", metavar="SET",
                         help="phase set of the ratios and sweep sections (default: calibration)")

@@ -232,3 +232,23 @@ def test_paired_ratio_cancels_drift_shared_by_both_variants():
     assert unpaired_high - unpaired_low > 10 * (high - low)
     with pytest.raises(ValueError, match="per round"):
         stats.paired_ratio([1.0, 2.0], [1.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 9))
+def test_balanced_orders_put_every_variant_everywhere_and_after_every_other_equally(n):
+    from collections import Counter
+
+    from asafe.app.stats import balanced_orders
+
+    names = [f"v{i}" for i in range(n)]
+    cycle = n if n % 2 == 0 else 2 * n
+    orders = balanced_orders(names, cycle)
+    assert all(sorted(order) == names for order in orders)  # each round runs every variant once
+    positions = Counter((i, name) for order in orders for i, name in enumerate(order))
+    assert set(positions.values()) == {cycle // n}  # every variant at every position equally often
+    if n > 1:
+        after = Counter((a, b) for order in orders for a, b in zip(order, order[1:]))
+        assert len(after) == n * (n - 1)  # every variant right after every other one ...
+        assert set(after.values()) == {cycle // n}  # ... equally often
+    assert balanced_orders(names, cycle + 3)[cycle:] == [orders[i % cycle] for i in range(3)]  # the orders again

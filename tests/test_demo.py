@@ -131,7 +131,7 @@ def test_targets_and_speedups_are_reported(report):
 def test_unknown_variant_is_a_clear_error():
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,static-on,bogus"])
     assert result.exit_code != 0
-    assert "bogus" in result.output and "allowed: adaptive, adaptive-ready, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off" in result.output
+    assert "bogus" in result.output and "allowed: adaptive, adaptive-ready, adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off" in result.output
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,per-task"])
     assert result.exit_code != 0 and "must include static-on and static-off" in result.output
 

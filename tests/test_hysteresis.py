@@ -233,7 +233,7 @@ def test_a_domain_that_raises_on_the_prediction_leaves_the_dwell_in_force():
             return super().decide(mode, state)
 
     rt = AdaptiveRuntime([Optimization("c", OnlyMeasured(1.0, 8.0))], dwell=1.0, dwell_tasks=0, interval=0,
-                         signals=False)
+                         signals=False, arrivals_skip_dwell=True)
     rt.evaluate(SHIPPED, now=0.0)
     rt.evaluate(LOCAL, now=0.1, arrival=True, predicted=ModeVector({"compute": 1.0}, predicted=1.0))
     assert rt.state("c") is True

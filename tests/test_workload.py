@@ -37,7 +37,7 @@ def test_phase_validation():
 
 
 @pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "heldout3",
-                                  "heldout4", "loaded"])
+                                  "heldout4", "heldout5", "calibration2", "loaded"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -251,7 +251,8 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
         return tuple(sorted(d.items()))
 
     sets = {size: wl.phases_for(size)
-            for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "heldout4", "loaded")}
+            for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "heldout4", "heldout5",
+                         "calibration2", "loaded")}
     for a in sets:
         for b in sets:
             if a < b:
@@ -269,3 +270,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
     fourth = sets["heldout4"]
     turns = [(a, b) for a, b in zip(fourth, fourth[1:]) if a.placement == "local" and b.placement == "shipped"]
     assert sum(a.steps <= 3 for a, _ in turns) >= 2
+    # calibration2, where that rule's default is chosen: short phases before ones of the other placement
+    second = sets["calibration2"]
+    turns = [(a, b) for a, b in zip(second, second[1:]) if a.placement != b.placement and a.steps <= 3]
+    assert len(turns) >= 2

@@ -74,7 +74,7 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
               type=click.Path(dir_okay=False), help="Where the JSON report goes.")
 @click.option("--link", "link", default=None, metavar="RATE", callback=_link_option, help=_LINK_HELP)
 @click.option("--variants", default="adaptive,per-task,static-on,static-off", show_default=True, metavar="LIST",
-              help="Comma-separated variants to run, from adaptive, adaptive-ready, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, "
+              help="Comma-separated variants to run, from adaptive, adaptive-ready, adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, "
                    "static-off (static-on and static-off are always needed: the oracle is made of them).")
 @click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
               help="Phase sizes (tests use 'test').")

@@ -22,10 +22,12 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
     samples and decides the panels the mode leaves uncompressed while the
     scheduled producers declare a reuse at which the calibration phases
     disagreed (from 2 reads; at 16 and beyond compression is on anyway);
-``adaptive-ready`` / ``adaptive-dwell`` (``--variants``)
-    adaptive as it was before two later rules, for side-by-side runs: without
-    the next wave in the scheduled view / with the dwell holding a graph's
-    arrival too (``arrivals_skip_dwell=False``);
+``adaptive-ready`` (``--variants``)
+    adaptive without the next wave in the scheduled view (the design before it);
+``adaptive-arrivals`` / ``adaptive-dwell`` (``--variants``)
+    adaptive with a graph's arrival skipping the dwell where the scheduled view
+    alone makes its toggle / with the dwell holding arrivals too, whatever
+    ``asafe.controller.arrivals-skip-dwell`` says;
 ``static-on`` / ``static-off``
     compression always on / always off (no asafe installed: the strongest
     baselines);
@@ -35,7 +37,8 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
     a run: no controller could know the phases in advance).
 
 Warm-up runs (numba compilation, matrix generation on the workers) are timed
-and reported apart. Then the variants run interleaved (A B C, B C A, ...), every
+and reported apart. Then the variants run interleaved, in orders balanced for
+what one run leaves to the next (:func:`~asafe.app.stats.balanced_orders`), every
 phase of every run is checked against scipy, and the demo prints a table of
 medians with distribution-free 95% intervals and speedups with their absolute
 base times, writes a JSON report and draws a PNG: the measured ratio over time
@@ -141,7 +144,7 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
 
 
 #: The variants compared with the others (``new_vs_base``), in this order.
-_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-dwell", "hybrid", "per-task")
+_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "hybrid", "per-task")
 
 
 def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
@@ -239,12 +242,27 @@ def _json_float(x: Any) -> Any:
     return x
 
 
+def _transitions_of(cmp: wl.Comparison, variant: str) -> list[dict[str, Any]]:
+    """Every measured run's transitions of one installed variant, with their time since the phase's start."""
+    transitions = []
+    for run in cmp.runs:
+        if run.variant != variant:
+            continue
+        starts = {p.phase: p.start for p in run.phases}
+        for t in run.transitions:
+            since = t["time"] - starts[t["phase"]] if t["phase"] in starts else None
+            transitions.append({"repetition": run.repetition, "t_s": t["time"] - run.start,
+                                "since_phase_start_s": since,
+                                "time": t["time"], "optimization": t["optimization"], "from": t["from"],
+                                "to": t["to"], "ratio": t["ratio"], "phase": t["phase"]})
+    return transitions
+
+
 def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, Any], size: str) -> dict[str, Any]:
     """The JSON report of a comparison (see the module docstring of :mod:`asafe.app.demo`)."""
     variants = _summaries(cmp)
     speedups = _speedups(cmp)
     choice = cmp.oracle_choice()
-    per_rep_transitions = []
     phases = []
     shares = {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES}
     for i, phase in enumerate(cmp.phases):
@@ -259,18 +277,8 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         entry["max_transitions"] = cmp.transitions_per_phase()[i]
         entry["compressed_share"] = {v: shares[v][i] for v in shares}
         phases.append(entry)
-    transitions = []
-    for run in cmp.runs:
-        if run.variant != "adaptive":
-            continue
-        per_rep_transitions.append(len(run.transitions))
-        starts = {p.phase: p.start for p in run.phases}
-        for t in run.transitions:
-            since = t["time"] - starts[t["phase"]] if t["phase"] in starts else None
-            transitions.append({"repetition": run.repetition, "t_s": t["time"] - run.start,
-                                "since_phase_start_s": since,
-                                "time": t["time"], "optimization": t["optimization"], "from": t["from"],
-                                "to": t["to"], "ratio": t["ratio"], "phase": t["phase"]})
+    transitions = _transitions_of(cmp, "adaptive")
+    per_rep_transitions = [len(run.transitions) for run in cmp.runs if run.variant == "adaptive"]
     shown = _median_run(cmp)
     warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*cmp.variants, wl.ORACLE)
                 if variants[v].get("unstable")]
@@ -282,7 +290,8 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         "settings": {
             "thresholds": cmp.thresholds.as_dict(),
             "repetitions": len(cmp.totals("adaptive")),
-            "order": "interleaved, rotated every round (A B C, B C A, C A B, ...)",
+            "order": "interleaved, balanced orders (asafe.app.stats.balanced_orders: every variant at every "
+                     "position and right after every other equally often; a Williams design)",
             "check": f"every phase of every run against scipy (rtol={wl.RTOL}, atol={wl.ATOL})",
             "variants": list(cmp.variants),
             "static_variants": "no asafe installed; the setting is passed to every producer",
@@ -303,6 +312,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         "targets": _targets(cmp, variants, speedups),
         "transitions": transitions,
         "transitions_per_run": per_rep_transitions,
+        "transitions_by_variant": {v: _transitions_of(cmp, v) for v in cmp.variants if v in wl.INSTALLED},
         "figure_run": None if shown is None else {
             "repetition": shown.repetition,
             "start": shown.start,
@@ -388,9 +398,9 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
         ax.set_title(title, fontsize=8)
     names = [p["name"] for p in report["phases"]]
     variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
-    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "adaptive-dwell": "tab:orange",
-              "per-task": "tab:purple", "hybrid": "tab:cyan", "adaptive-sampling": "tab:brown", "static-on": "tab:green",
-              "static-off": "tab:red", "oracle": "0.5"}
+    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "adaptive-arrivals": "tab:pink",
+              "adaptive-dwell": "tab:orange", "per-task": "tab:purple", "hybrid": "tab:cyan",
+              "adaptive-sampling": "tab:brown", "static-on": "tab:green", "static-off": "tab:red", "oracle": "0.5"}
     width = 0.8 / len(variants)
     for k, v in enumerate(variants):
         meds, lo, hi = [], [], []

@@ -112,6 +112,7 @@ __all__ = [
     "instability",
     "ratio_ci",
     "paired_ratio",
+    "balanced_orders",
     "mann_whitney_p",
     "intervals_overlap",
     "significant",
@@ -563,6 +564,44 @@ def rotations(names: Sequence[str], rounds: int) -> list[list[str]]:
     """The order of the variants in each round, rotated every round."""
     names = list(names)
     return [names[r % len(names):] + names[:r % len(names)] for r in range(rounds)]
+
+
+def balanced_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
+    """The order of the variants in each round, balanced for what a run leaves to the next (a Williams design).
+
+    A rotation (A B C, B C A, ...) puts every variant at every position, but
+    always after the same variant: whatever one run leaves behind on the
+    workers -- warm or cold caches, a bandwidth estimate, memory not yet
+    returned -- always lands on the same next variant, a bias that no number
+    of rounds averages out. Here the first order is 0, 1, n-1, 2, n-2, ...,
+    each next one adds 1 to every index (mod n), and an odd n adds the n
+    orders reversed: over n rounds (2n for an odd n) every variant runs at
+    every position equally often and right after every other variant equally
+    often (once; twice for an odd n). Rounds beyond cycle through the orders
+    again; fewer rounds get the first ones, as balanced as their number allows.
+
+    Examples
+    --------
+    >>> balanced_orders(["a", "b", "c", "d"], 4)
+    [['a', 'b', 'd', 'c'], ['b', 'c', 'a', 'd'], ['c', 'd', 'b', 'a'], ['d', 'a', 'c', 'b']]
+    >>> balanced_orders(["a", "b"], 3)
+    [['a', 'b'], ['b', 'a'], ['a', 'b']]
+    """
+    names = list(names)
+    n = len(names)
+    if n == 0:
+        return [[] for _ in range(rounds)]
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low if len(first) % 2 else high)
+        if len(first) % 2:
+            high -= 1
+        else:
+            low += 1
+    orders = [[(i + shift) % n for i in first] for shift in range(n)]
+    if n % 2:
+        orders += [order[::-1] for order in orders]
+    return [[names[i] for i in orders[r % len(orders)]] for r in range(rounds)]
 
 
 def cpu_model() -> str:

@@ -97,6 +97,8 @@ __all__ = [
     "HELD_OUT_2_PHASES",
     "HELD_OUT_3_PHASES",
     "HELD_OUT_4_PHASES",
+    "HELD_OUT_5_PHASES",
+    "CALIBRATION_2_PHASES",
     "LOADED_PHASES",
     "phases_for",
     "Thresholds",
@@ -381,6 +383,44 @@ HELD_OUT_4_PHASES: tuple[Phase, ...] = (
           description="a pure graph, shipped, read once, ten steps"),
 )
 
+#: A second calibration set, for one setting only: whether a graph's arrival
+#: skips the dwell (``asafe.controller.arrivals-skip-dwell``). The first
+#: calibration set never exercises it -- its phases are long, every toggle comes
+#: 4-70 ms into a phase, far from the dwell of the previous one -- so the choice
+#: is made here: short phases (two or three steps) before phases of the other
+#: placement, and long ones. Seed 3; fixed, with :data:`HELD_OUT_5_PHASES`,
+#: before either ran.
+CALIBRATION_2_PHASES: tuple[Phase, ...] = (
+    Phase("cal2-local-short", scale=12, dense_fraction=1.0, fill=0.3, placement="local", steps=2, panels=8, seed=3,
+          description="30%-full blocks everywhere, local, read once, two steps"),
+    Phase("cal2-shipped-graph", scale=11, dense_fraction=0.1, placement="shipped", steps=6, panels=8, seed=3,
+          description="a graph with 10% dense blocks, shipped, read once"),
+    Phase("cal2-local-graph-short", scale=12, tile=64, dense_fraction=0.05, placement="local", steps=3, vectors=2,
+          panels=8, seed=3, description="a graph with 5% dense 64-blocks, local, 2 vectors, three steps"),
+    Phase("cal2-shipped-fill30-short", scale=11, dense_fraction=0.4, fill=0.3, placement="shipped", steps=3,
+          panels=8, seed=3, description="40% of the tiles 30%-full blocks, shipped, read once, three steps"),
+    Phase("cal2-local-blocks", scale=12, tile=256, dense_fraction=0.8, fill=0.35, placement="local", steps=4,
+          panels=12, seed=3, description="80% of the 256-tiles 35%-full blocks, local, read once"),
+)
+
+#: A fifth held-out set, fixed with :data:`CALIBRATION_2_PHASES` before either
+#: ran: the final check of the default chosen there. Seed 4; short and long
+#: phases of both placements, reuse 1 to 3, tiles of 64, 128 and 256.
+HELD_OUT_5_PHASES: tuple[Phase, ...] = (
+    Phase("ho5-shipped-long", scale=12, dense_fraction=0.02, placement="shipped", steps=6, panels=8, seed=4,
+          description="a graph with 2% dense blocks, shipped, read once, six steps"),
+    Phase("ho5-local-short", scale=13, tile=256, dense_fraction=0.9, fill=0.3, placement="local", steps=2,
+          panels=16, seed=4, description="90% of the 256-tiles 30%-full blocks, local, read once, two steps"),
+    Phase("ho5-shipped-reused2-short", scale=11, tile=64, dense_fraction=0.2, placement="shipped", steps=3,
+          vectors=2, panels=6, seed=4, description="20% dense 64-blocks on the graph, shipped, 2 vectors, three steps"),
+    Phase("ho5-local-graph-reused3", scale=11, dense_fraction=0.1, placement="local", steps=4, vectors=3,
+          panels=8, seed=4, description="a graph with 10% dense blocks, local, 3 vectors"),
+    Phase("ho5-shipped-fill25", scale=12, dense_fraction=0.6, fill=0.25, placement="shipped", steps=4, panels=10,
+          seed=4, description="60% of the tiles 25%-full blocks, shipped, read once"),
+    Phase("ho5-local-once-short", scale=12, tile=64, dense_fraction=1.0, fill=0.3, placement="local", steps=2,
+          panels=16, seed=4, description="30%-full 64-tiles everywhere, local, read once, two steps"),
+)
+
 #: Phases that change under load (issue 18's run): a graph run quiet and then
 #: beside a competing job the graph does not show (:mod:`asafe.app.load`), so
 #: the phase changes by its environment alone -- a bulk flow taking a share of
@@ -405,12 +445,13 @@ LOADED_PHASES: tuple[Phase, ...] = (
 
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
           "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES,
-          "heldout3": HELD_OUT_3_PHASES, "heldout4": HELD_OUT_4_PHASES, "loaded": LOADED_PHASES}
+          "heldout3": HELD_OUT_3_PHASES, "heldout4": HELD_OUT_4_PHASES, "heldout5": HELD_OUT_5_PHASES,
+          "calibration2": CALIBRATION_2_PHASES, "loaded": LOADED_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
-    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``, ``"heldout"``,
-    ``"heldout2"``, ``"heldout3"``, ``"heldout4"`` or ``"loaded"``.
+    """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``,
+    ``"calibration2"``, ``"heldout"`` to ``"heldout5"``, or ``"loaded"``.
 
     Examples
     --------
@@ -910,9 +951,10 @@ DEFAULT_THRESHOLDS = Thresholds(
         "decides when it holds a window's worth of tasks; the measured window weighs 10% (the sweep's blend\n"
         "row compares 0.1, 0.25, 0.5 and 1, the measured window alone).\n"
         "window = 16 measurements, about one step of a phase; dwell: 0.2 s and 16 finished tasks between\n"
-        "two toggles (kept from the previous calibration, not re-tuned); a toggle decided when a graph arrives\n"
-        "is not held by it where the scheduled view alone makes it too (arrivals_skip_dwell; adaptive-dwell:\n"
-        "the rule off, for side-by-side runs).\n"
+        "two toggles (kept from the previous calibration, not re-tuned). arrivals_skip_dwell (a toggle decided\n"
+        "when a graph arrives is not held by the dwell where the scheduled view alone makes it too): as\n"
+        "configured, asafe.controller.arrivals-skip-dwell (the variants adaptive-arrivals and adaptive-dwell\n"
+        "set it on and off).\n"
         "reuse = 16: compression is also on while the scheduled producers declare >= 16 reads per panel\n"
         "(asafe.reuse). The local calibration phases with compression pinned on and off at 1, 2, 4, 8 and 16\n"
         "reads (python -m benchmarks phased --section reuse, docs/results/calibration-reuse/, fba398c):\n"
@@ -945,15 +987,17 @@ def compression_domain(thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Any:
 
 
 def adaptive_runtime(thresholds: Thresholds = DEFAULT_THRESHOLDS, initial: bool = False,
-                     per_task: bool = False, arrivals_skip_dwell: bool = True) -> Any:
+                     per_task: bool = False, arrivals_skip_dwell: bool | None = None) -> Any:
     """The runtime of the ``adaptive`` variant: compression under :func:`compression_domain`.
 
     ``per_task=True`` (the ``adaptive-sampling`` variant) adds the optimization
     :data:`asafe.app.pertask.PER_TASK` under ``AtLeast("reuse",
     thresholds.per_task_reuse)``: where it is on and compression is off, a
-    deferred per-task rule decides each panel. ``arrivals_skip_dwell=False``
-    (the ``adaptive-dwell`` variant): the dwell holds a graph's arrival too, the
-    rule before (see :meth:`asafe.AdaptiveRuntime.evaluate`).
+    deferred per-task rule decides each panel. ``arrivals_skip_dwell``: whether
+    a toggle decided at a graph's arrival skips the dwell where the scheduled
+    view alone makes it too (:meth:`asafe.AdaptiveRuntime.evaluate`); ``None``,
+    the configured ``asafe.controller.arrivals-skip-dwell``; the variants
+    ``adaptive-arrivals`` and ``adaptive-dwell`` set it on and off.
     """
     from ..core.domains import AtLeast
     from ..core.runtime import AdaptiveRuntime, Optimization
@@ -978,16 +1022,19 @@ VARIANTS = ("adaptive", "per-task", "static-on", "static-off")
 #: mode first, the per-task rule where the declared reuse leaves the payoff to the
 #: content: :data:`Thresholds.per_task_reuse`), ``adaptive-ready`` (adaptive
 #: with a scheduled view of ready tasks only, without the next wave: the design
-#: before it, for side-by-side runs) and ``adaptive-dwell`` (adaptive with the
-#: dwell holding a graph's arrival too: the rule before ``arrivals_skip_dwell``).
-ALL_VARIANTS = ("adaptive", "adaptive-ready", "adaptive-dwell", "adaptive-sampling", "per-task", "hybrid",
-                "static-on", "static-off")
+#: before it, for side-by-side runs), ``adaptive-arrivals`` and
+#: ``adaptive-dwell`` (adaptive with ``arrivals_skip_dwell`` on and off, whatever
+#: the configured default: a graph's arrival skips the dwell, or not).
+ALL_VARIANTS = ("adaptive", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "adaptive-sampling", "per-task",
+                "hybrid", "static-on", "static-off")
 #: The variant that is not run: the best static setting per phase, chosen after the fact.
 ORACLE = "oracle"
-_COMPRESS = {"adaptive": None, "adaptive-ready": None, "adaptive-dwell": None, "adaptive-sampling": "adaptive-sampling",
+_COMPRESS = {"adaptive": None, "adaptive-ready": None, "adaptive-arrivals": None, "adaptive-dwell": None, "adaptive-sampling": "adaptive-sampling",
              "per-task": "per-task", "hybrid": "hybrid", "static-on": True, "static-off": False}
 #: Variants that install asafe's runtime.
-INSTALLED = ("adaptive", "adaptive-ready", "adaptive-dwell", "adaptive-sampling", "hybrid")
+INSTALLED = ("adaptive", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "adaptive-sampling", "hybrid")
+#: ``arrivals_skip_dwell`` of the variants that set it (the others: the configured default).
+_ARRIVALS = {"adaptive-arrivals": True, "adaptive-dwell": False}
 
 
 @dataclass
@@ -1047,8 +1094,8 @@ def run_variant(
 
     ``adaptive`` installs a fresh :func:`adaptive_runtime` first (outside the
     timed phases) and removes it after (``adaptive-ready`` the same, counting
-    ready tasks only: ``next_wave=False``; ``adaptive-dwell`` with
-    ``arrivals_skip_dwell=False``); the static variants run without asafe
+    ready tasks only: ``next_wave=False``; ``adaptive-arrivals`` and
+    ``adaptive-dwell`` with ``arrivals_skip_dwell`` on and off); the static variants run without asafe
     installed and pass their setting to every producer (the strongest baseline:
     no plugin cost at all). ``on_step(phase_index, step, steps, handle)`` is
     called between steps (outside the timing); ``handle`` is the
@@ -1065,7 +1112,7 @@ def run_variant(
         from ..schedulers.distributed import install
 
         runtime = adaptive_runtime(thresholds, per_task=variant == "adaptive-sampling",
-                                   arrivals_skip_dwell=variant != "adaptive-dwell")
+                                   arrivals_skip_dwell=_ARRIVALS.get(variant))
         handle = install(client, runtime, next_wave=variant != "adaptive-ready")
     try:
         callback = None
@@ -1202,15 +1249,17 @@ def compare(
 
     One warm-up run of each variant comes first (numba compilation, matrix
     generation on every worker, first touch: timed and reported apart, never a
-    sample). Then ``repetitions`` rounds of one run per variant, the order
-    rotated every round (A B C, B C A, C A B, ...). Every phase of every run is
+    sample). Then ``repetitions`` rounds of one run per variant, in the orders
+    of :func:`~asafe.app.stats.balanced_orders` (every variant at every
+    position, and right after every other variant, equally often: what one run
+    leaves on the workers does not always land on the same next one). Every phase of every run is
     checked against scipy. The ``oracle`` is derived from the static runs: per
     phase the static setting with the lower median, its per-round times summed.
 
     ``on_run(variant, repetition, warmup)`` is called before each run,
     ``on_step`` between steps (see :func:`run_variant`), ``on_done(run)`` after each.
     """
-    from .stats import rotations
+    from .stats import balanced_orders
 
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions!r}")
@@ -1234,7 +1283,7 @@ def compare(
             if on_done is not None:
                 on_done(run)
     runs: list[VariantRun] = []
-    for rep, order in enumerate(rotations(variants, repetitions)):
+    for rep, order in enumerate(balanced_orders(variants, repetitions)):
         for variant in order:
             if on_run is not None:
                 on_run(variant, rep, False)

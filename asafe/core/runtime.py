@@ -118,7 +118,7 @@ class AdaptiveRuntime:
     arrivals_skip_dwell : bool
         At a graph's arrival (``evaluate(arrival=True)``), a toggle that the
         scheduled view alone also makes is not held by the dwell (see
-        :meth:`evaluate`).
+        :meth:`evaluate`); default ``asafe.controller.arrivals-skip-dwell``.
     interval : float
         Minimum seconds between two evaluations on the event path.
     default_type : str
@@ -348,7 +348,8 @@ class AdaptiveRuntime:
         phase's graph arrives, its transfers planned (ratio 0.25):
 
         >>> from asafe import Hysteresis, ModeVector
-        >>> rt = AdaptiveRuntime([Optimization("c", Hysteresis(1.0, 8.0))], dwell=0.2, dwell_tasks=0, signals=False)
+        >>> rt = AdaptiveRuntime([Optimization("c", Hysteresis(1.0, 8.0))], dwell=0.2, dwell_tasks=0,
+        ...                      arrivals_skip_dwell=True, signals=False)
         >>> shipped, local = ModeVector({"compute": 1, "communication": 4}), ModeVector({"compute": 1})
         >>> [t.new for t in rt.evaluate(mode=shipped, now=0.0)], [t.new for t in rt.evaluate(mode=local, now=1.0)]
         ([True], [False])

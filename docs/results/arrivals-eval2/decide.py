@@ -1,0 +1,60 @@
+"""The default of ``asafe.controller.arrivals-skip-dwell``, from the calibration2 runs (``eval-arrivals2.sh``).
+
+The rule, fixed before those runs: the default is on when, on the calibration2
+phases, (1) the rule fired -- in some ``adaptive-arrivals`` run two toggles
+came closer than the dwell (only an arrival's toggle can) -- and (2) the median
+over the rounds of both links together of ``adaptive-dwell_i /
+adaptive-arrivals_i`` (paired, round by round: above 1 when the rule is faster)
+is at least 1.0. Otherwise it stays off.
+
+Usage: ``python docs/results/arrivals-eval2/decide.py DIR`` with ``DIR`` holding
+``calibration2-loopback/`` and ``calibration2-1gbit/`` (each ``phased/results.json``).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+LINKS = ("loopback", "1gbit")
+
+
+def load(folder: Path) -> dict:
+    return json.loads((folder / "phased" / "results.json").read_text())["records"]["phases"]
+
+
+def fired(record: dict) -> list[float]:
+    """Gaps (s) between consecutive toggles of one run of adaptive-arrivals that are shorter than the dwell."""
+    dwell = record["thresholds"]["dwell"]
+    by_run: dict[int, list[float]] = {}
+    for t in record["transitions_by_variant"].get("adaptive-arrivals", []):
+        by_run.setdefault(t["repetition"], []).append(t["time"])
+    gaps = []
+    for times in by_run.values():
+        times.sort()
+        gaps += [b - a for a, b in zip(times, times[1:]) if b - a < dwell]
+    return gaps
+
+
+def main(root: str) -> bool:
+    ratios, gaps = [], []
+    for link in LINKS:
+        record = load(Path(root) / f"calibration2-{link}")
+        on, off = record["totals"]["adaptive-arrivals"], record["totals"]["adaptive-dwell"]
+        link_ratios = [b / a for a, b in zip(on, off)]
+        print(f"{link}: adaptive-dwell / adaptive-arrivals per round "
+              + " ".join(f"{r:.3f}" for r in link_ratios) + f"; median {statistics.median(link_ratios):.3f}")
+        ratios += link_ratios
+        gaps += fired(record)
+    pooled = statistics.median(ratios)
+    print(f"toggles closer than the dwell (the rule fired): {len(gaps)} "
+          + " ".join(f"{g * 1000:.0f} ms" for g in sorted(gaps)))
+    print(f"pooled median over {len(ratios)} rounds: {pooled:.3f}")
+    on = bool(gaps) and pooled >= 1.0
+    print(f"decision: arrivals-skip-dwell {'on' if on else 'off'} by default")
+    return on
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
