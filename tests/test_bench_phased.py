@@ -122,3 +122,24 @@ def test_the_phases_section_reports_its_phases_under_load(tmp_path, capsys):
     assert record["under_load"]["phases"] == ["busy"] and set(record["under_load"]["vs"]) == {
         "static-on", "static-off", "oracle"}
     assert [r["kind"] for r in record["loads"]["busy"]] == ["memory"] * 3  # one measured run per variant
+
+
+def test_the_phases_section_runs_without_the_adaptive_variant(tmp_path, capsys):
+    import json
+
+    from distributed import Client, LocalCluster
+
+    from asafe.app import workload as wl
+    from benchmarks.harness import Results
+
+    phases = list(wl.TEST_PHASES[:2])
+    results = Results("phased", tmp_path)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        phased.section_phases(client, phases, wl.DEFAULT_THRESHOLDS, [wl.reference(p) for p in phases], 1, results,
+                              variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"))
+    assert "targets: the adaptive variant's, and it did not run" in capsys.readouterr().out
+    results.save()
+    record = json.loads((tmp_path / "phased" / "results.json").read_text())["records"]["phases"]
+    assert set(record["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
+    assert "adaptive-arrivals_vs_adaptive-dwell" in record["paired_speedups"]

@@ -156,3 +156,17 @@ def test_bad_options_are_clear():
     result = runner.invoke(main, ["demo", "--scheduler-address", "tcp://127.0.0.1:1", "--size", "test",
                                   "--plot", "x.png", "--json", "x.json"])
     assert result.exit_code == 1 and "cannot connect" in result.output
+
+
+def test_a_run_without_the_adaptive_variant_reports_the_others(tmp_path):
+    # e.g. the rule on and off, side by side (eval-arrivals2.sh): no targets to
+    # report, every installed variant's transitions recorded
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    data = run_demo(size="test", repetitions=1, plot=tmp_path / "demo.png", json_path=tmp_path / "demo.json",
+                    console=console, variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"))
+    assert "the adaptive variant's, and it did not run" in console.export_text()
+    assert set(data["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
+    assert data["transitions"] == [] and "adaptive-arrivals_vs_adaptive-dwell" in data["speedups"]
+    assert (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
