@@ -203,11 +203,11 @@ def test_signal_sources_reach_the_mode_and_a_bad_one_is_left_out(caplog):
 
 
 def test_arrivals_skip_dwell_is_configured_and_travels_with_the_runtime():
-    assert AdaptiveRuntime(signals=False).arrivals_skip_dwell is False
-    with dask.config.set({"asafe.controller.arrivals-skip-dwell": "on"}):  # as an environment variable spells it
+    assert AdaptiveRuntime(signals=False).arrivals_skip_dwell is True
+    with dask.config.set({"asafe.controller.arrivals-skip-dwell": "off"}):  # as an environment variable spells it
         rt = AdaptiveRuntime(signals=False)
-    assert rt.arrivals_skip_dwell is True
-    assert pickle.loads(pickle.dumps(rt)).arrivals_skip_dwell is True  # to a cluster's scheduler
+    assert rt.arrivals_skip_dwell is False
+    assert pickle.loads(pickle.dumps(rt)).arrivals_skip_dwell is False  # to a cluster's scheduler
 
 
 def test_bad_arrivals_skip_dwell_says_what_is_allowed():

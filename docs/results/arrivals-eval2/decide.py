@@ -41,7 +41,8 @@ def main(root: str) -> bool:
     ratios, gaps = [], []
     for link in LINKS:
         record = load(Path(root) / f"calibration2-{link}")
-        on, off = record["totals"]["adaptive-arrivals"], record["totals"]["adaptive-dwell"]
+        totals = record["totals"]  # per variant: its per-round seconds, in round order, under "samples"
+        on, off = totals["adaptive-arrivals"]["samples"], totals["adaptive-dwell"]["samples"]
         link_ratios = [b / a for a, b in zip(on, off)]
         print(f"{link}: adaptive-dwell / adaptive-arrivals per round "
               + " ".join(f"{r:.3f}" for r in link_ratios) + f"; median {statistics.median(link_ratios):.3f}")
