@@ -169,4 +169,5 @@ def test_a_run_without_the_adaptive_variant_reports_the_others(tmp_path):
     assert "the adaptive variant's, and it did not run" in console.export_text()
     assert set(data["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
     assert data["transitions"] == [] and "adaptive-arrivals_vs_adaptive-dwell" in data["speedups"]
+    assert data["settings"]["repetitions"] == 1
     assert (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")

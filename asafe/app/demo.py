@@ -144,7 +144,8 @@ def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
 
 
 #: The variants compared with the others (``new_vs_base``), in this order.
-_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "hybrid", "per-task")
+_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "hybrid",
+             "per-task")
 
 
 def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
@@ -289,7 +290,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         "environment": env,
         "settings": {
             "thresholds": cmp.thresholds.as_dict(),
-            "repetitions": len(cmp.totals("adaptive")),
+            "repetitions": len(cmp.totals(cmp.variants[0])),
             "order": "interleaved, balanced orders (asafe.app.stats.balanced_orders: every variant at every "
                      "position and right after every other equally often; a Williams design)",
             "check": f"every phase of every run against scipy (rtol={wl.RTOL}, atol={wl.ATOL})",
