@@ -359,7 +359,6 @@ class AdaptiveRuntime:
         [True]
         """
         now = time.time() if now is None else now
-        signals = None
         if mode is None:
             signals = dict(self._signals.read()) if self._signals is not None else {}
             signals.update(self._read_sources())
@@ -375,7 +374,7 @@ class AdaptiveRuntime:
                     continue
                 if self._dwell_allows(name, now) or (
                         arrival and self.arrivals_skip_dwell
-                        and self._predicted_agrees(opt, old, new, predicted, signals, mode, now)):
+                        and self._predicted_agrees(opt, old, new, predicted, mode, now)):
                     transitions.append(Transition(now, name, old, new, mode))
             if transitions:
                 self._apply(transitions)
@@ -405,9 +404,9 @@ class AdaptiveRuntime:
     # toggle back and forth, but only as fast as the graphs submitted change
     # the scheduled work across the domain's whole band (a hysteresis).
     def _predicted_agrees(self, opt: Optimization, old: bool, new: bool, predicted: ModeVector | None,
-                          signals: dict[str, float] | None, mode: ModeVector, now: float) -> bool:
-        if predicted is None:
-            predicted = self.tracker.scheduled_mode(**(mode.signals if signals is None else signals))
+                          mode: ModeVector, now: float) -> bool:
+        if predicted is None:  # the tracker's scheduled view, with the signals this evaluation read
+            predicted = self.tracker.scheduled_mode(**mode.signals)
             if predicted is None:  # nothing scheduled: no prediction to agree
                 return False
         return self._decide(opt, predicted, old, now) == new  # a domain that raises keeps the state: held
