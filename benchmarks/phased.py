@@ -16,7 +16,9 @@ fixed before a graph's arrival was let past the dwell, short phases next to
 long ones; ``--phases calibration2``: where that rule's default is chosen, and
 ``--phases heldout5``, fixed with it, where the choice is checked; ``--phases loaded``:
 graphs run quiet and then beside a competing job the graph does not show, a
-bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`).
+bulk flow on the link or a memory stream on one core, :mod:`asafe.app.load`;
+``--phases loaded2``: held out, fixed before it ran, adding another tenant's
+compute on one core).
 
 The workload is :mod:`asafe.app.workload` (four phases whose balance of computation
 and communication changes for real reasons: placement, reuse, density, scale),
@@ -648,7 +650,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="interleaved rounds (default 6, 3 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     parser.add_argument("--phases", default=None, metavar="SET",
-                        help="phase set of the phases section: default, quick, heldout, heldout2 to heldout5, loaded, "
+                        help="phase set of the phases section: default, quick, heldout, heldout2 to heldout5, loaded, loaded2, "
                              "calibration, calibration2 "
                              "(default: default, quick with --quick)")
     parser.add_argument("--variants", default=None, metavar="LIST",

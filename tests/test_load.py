@@ -30,7 +30,8 @@ def _gone(pid: int) -> bool:
         return f.read().split()[2] == "Z"
 
 
-@pytest.mark.parametrize("kind,did", [("memory", "bytes_copied"), ("link", "bytes_moved")])
+@pytest.mark.parametrize("kind,did", [("memory", "bytes_copied"), ("link", "bytes_moved"),
+                                      ("cpu", "elements_computed")])
 def test_the_job_runs_inside_the_block_and_is_gone_after(kind, did):
     with external_load(kind) as job:
         assert job.pid is not None and not _gone(job.pid)
@@ -38,7 +39,7 @@ def test_the_job_runs_inside_the_block_and_is_gone_after(kind, did):
         time.sleep(0.3)
     assert _gone(job.pid)
     assert job.report["kind"] == kind and job.report["seconds"] > 0.2
-    assert job.report[did] > 10_000_000, job.report  # it did something: 10 MB in 0.3 s at the very least
+    assert job.report[did] > 10_000_000, job.report  # it did something: 10 MB (10 M elements) in 0.3 s at least
 
 
 def test_the_job_stops_when_the_block_raises():
@@ -55,7 +56,7 @@ def test_no_load_starts_nothing():
 
 @pytest.mark.parametrize("bad", ["disk", "", "Memory", 1, True])
 def test_bad_loads_say_what_is_allowed(bad):
-    with pytest.raises(ValueError, match=r"load must be None or one of \('memory', 'link'\)"):
+    with pytest.raises(ValueError, match=r"load must be None or one of \('memory', 'link', 'cpu'\)"):
         check_load(bad)
     with pytest.raises(ValueError, match="load must be"), external_load(bad):
         pass
@@ -63,8 +64,8 @@ def test_bad_loads_say_what_is_allowed(bad):
 
 def test_the_child_rejects_a_bad_kind(capsys):
     assert main(["disk"]) == 2
-    assert "usage: python -m asafe.app.load {memory,link}" in capsys.readouterr().err
-    assert set(LOADS) == {"memory", "link"}
+    assert "usage: python -m asafe.app.load {memory,link,cpu}" in capsys.readouterr().err
+    assert set(LOADS) == {"memory", "link", "cpu"}
 
 
 def test_a_phase_names_its_load():
@@ -72,13 +73,16 @@ def test_a_phase_names_its_load():
 
     assert wl.Phase("p", scale=8, load="link").load == "link"
     with pytest.raises(ValueError, match="load must be"):
-        wl.Phase("p", scale=8, load="cpu")
-    loaded = wl.phases_for("loaded")
-    assert {p.load for p in loaded} == {None, *LOADS}
-    # each quiet phase is followed by the same graph under load: the environment alone changes
-    for quiet, busy in zip(loaded, loaded[1:]):
-        if quiet.load is None and busy.load is not None:
-            assert quiet.scaled(name=busy.name, description=busy.description, load=busy.load) == busy
+        wl.Phase("p", scale=8, load="disk")
+    assert {p.load for p in wl.phases_for("loaded")} == {None, "memory", "link"}
+    assert {p.load for p in wl.phases_for("loaded2")} == {None, *LOADS}
+    for size in ("loaded", "loaded2"):
+        loaded = wl.phases_for(size)
+        # each quiet phase is followed by the same graph under load: the environment alone changes
+        for quiet, busy in zip(loaded, loaded[1:]):
+            if quiet.load is None:
+                assert busy.load is not None
+                assert quiet.scaled(name=busy.name, description=busy.description, load=busy.load) == busy
 
 
 # --------------------------------------------------------------------------- behind a shaped link

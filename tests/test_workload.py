@@ -37,7 +37,7 @@ def test_phase_validation():
 
 
 @pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "heldout3",
-                                  "heldout4", "heldout5", "calibration2", "loaded"])
+                                  "heldout4", "heldout5", "calibration2", "loaded", "loaded2"])
 def test_presets_have_four_phases_of_both_placements(size):
     phases = wl.phases_for(size)
     assert len(phases) >= 4
@@ -252,7 +252,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
 
     sets = {size: wl.phases_for(size)
             for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "heldout4", "heldout5",
-                         "calibration2", "loaded")}
+                         "calibration2", "loaded", "loaded2")}
     for a in sets:
         for b in sets:
             if a < b:

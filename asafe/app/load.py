@@ -22,11 +22,18 @@ The competing jobs
     network namespace whose loopback is rate-limited) the flow lives in the same
     namespace and takes a share of the link's rate, as another job's transfers
     would; on the plain loopback it costs CPU (the kernel's copies, about a core).
+``"cpu"``
+    One process computes in cache on one core: ``numpy.sqrt`` over a 32 KiB
+    array, in a loop (another tenant's compute-bound job). Every task of a
+    worker that shares its core gets slower, whatever it touches: the costs a
+    per-task rule calibrated on a quiet node are off by the same factor for
+    every operation, while the link is not.
 
 The job runs in a child process (``python -m asafe.app.load KIND``) so that it
 competes as a process does, for cores and memory, never for this process's GIL.
 The child says ``ready`` on its stdout once it runs; on ``SIGTERM`` it stops and
-prints one JSON line of what it did (seconds, bytes copied or moved), which
+prints one JSON line of what it did (seconds, bytes copied or moved, elements
+computed), which
 :func:`external_load` returns in :attr:`Load.report`.
 
 Examples
@@ -38,7 +45,7 @@ True
 >>> check_load("disk")
 Traceback (most recent call last):
 ...
-ValueError: load must be None or one of ('memory', 'link'), got 'disk'
+ValueError: load must be None or one of ('memory', 'link', 'cpu'), got 'disk'
 """
 from __future__ import annotations
 
@@ -59,13 +66,15 @@ from typing import Any
 __all__ = ["LOADS", "Load", "check_load", "external_load", "main"]
 
 #: The competing jobs a phase can name.
-LOADS = ("memory", "link")
+LOADS = ("memory", "link", "cpu")
 #: Longest wait for the child to say it runs (a cold numpy import on a busy machine).
 READY_SECONDS = 60.0
 #: Longest wait for the child to stop after SIGTERM before it is killed.
 STOP_SECONDS = 10.0
 #: Bytes of each of the two arrays the memory job copies between (far out of cache).
 MEMORY_BYTES = 64 << 20
+#: Elements of the array the cpu job computes on (32 KiB of float64: in the L1/L2 cache).
+CPU_ELEMENTS = 4096
 #: Bytes of one send of the link job.
 LINK_BLOCK = 1 << 20
 
@@ -152,6 +161,19 @@ def _memory(stop: threading.Event) -> dict[str, Any]:
     return {"bytes_copied": copies * MEMORY_BYTES}
 
 
+def _cpu(stop: threading.Event) -> dict[str, Any]:
+    import numpy as np
+
+    a = np.linspace(1.0, 2.0, CPU_ELEMENTS)
+    b = np.empty_like(a)
+    _ready()
+    calls = 0
+    while not stop.is_set():
+        np.sqrt(a, out=b)
+        calls += 1
+    return {"elements_computed": calls * CPU_ELEMENTS}
+
+
 def _link(stop: threading.Event) -> dict[str, Any]:
     server = socket.create_server(("127.0.0.1", 0))
     received = [0]
@@ -181,6 +203,9 @@ def _link(stop: threading.Event) -> dict[str, Any]:
     return {"bytes_moved": received[0]}
 
 
+_JOBS = {"memory": _memory, "link": _link, "cpu": _cpu}
+
+
 def _ready() -> None:
     print("ready", flush=True)
 
@@ -194,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     start = time.perf_counter()
-    did = (_memory if args[0] == "memory" else _link)(stop)
+    did = _JOBS[args[0]](stop)
     print(json.dumps({"kind": args[0], "seconds": time.perf_counter() - start, "pid": os.getpid(), **did}),
           flush=True)
     return 0

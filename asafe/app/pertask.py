@@ -259,10 +259,13 @@ def estimate(dense: np.ndarray, tile: int, threshold: Any = None, stride: int = 
     candidate = (nnz > 0) & (nnz < limits)
     kept = (nnz > 0) & (nnz >= limits)  # all-zero tiles are not stored at all
     itemsize = dense.dtype.itemsize
-    # the CSR bytes of every tile as the engine counts them, one tile column (one width) at a time
+    # the CSR bytes of every tile as the engine counts them, one tile width at a time (at most two:
+    # the tile and the last column's remainder), so that the sample stays the rule's only pass
     model = threshold if isinstance(threshold, engine.CostModel) else engine.DEFAULT_COST_MODEL
-    sparse_bytes = np.column_stack([model.sparse_bytes((heights, int(width)), dense.dtype, nnz[:, j])
-                                    for j, width in enumerate(widths)])
+    sparse_bytes = np.empty_like(nnz)
+    for width in np.unique(widths):
+        same = widths == width
+        sparse_bytes[:, same] = model.sparse_bytes((heights[:, None], int(width)), dense.dtype, nnz[:, same])
     return Estimate(
         elements=int(rows * cols),
         candidate_elements=float(elements[candidate].sum()),

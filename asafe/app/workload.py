@@ -100,6 +100,7 @@ __all__ = [
     "HELD_OUT_5_PHASES",
     "CALIBRATION_2_PHASES",
     "LOADED_PHASES",
+    "LOADED_2_PHASES",
     "phases_for",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
@@ -170,10 +171,11 @@ class Phase:
         Graph500 generator settings.
     description : str
         One line on what the phase stands for.
-    load : {None, "memory", "link"}
+    load : {None, "memory", "link", "cpu"}
         A competing job that runs beside the phase (:mod:`asafe.app.load`):
         ``"memory"`` streams memory on one core, ``"link"`` sends a bulk flow
-        over the (shaped) loopback. The graph does not show it.
+        over the (shaped) loopback, ``"cpu"`` computes in cache on one core.
+        The graph does not show it.
 
     Examples
     --------
@@ -443,15 +445,40 @@ LOADED_PHASES: tuple[Phase, ...] = (
           load="link", description="35%-full blocks, local, read once, beside a bulk flow on the link"),
 )
 
+#: A second set of phases under load, held out: fixed before any variant ran
+#: on it, no setting chosen on it; the check of issue 18's aim ("faster where
+#: phases change under load") after the per-task rule's sample was made
+#: cheaper. Seed 5. It adds the load that the first set lacks, another
+#: tenant's compute on one core (``"cpu"``), quiet phases followed by the same
+#: graph under load, and loads on phases of both placements.
+LOADED_2_PHASES: tuple[Phase, ...] = (
+    Phase("ld2-shipped-fill25", scale=12, dense_fraction=0.6, fill=0.25, placement="shipped", steps=4, panels=10,
+          seed=5, description="60% of the tiles 25%-full blocks, shipped, read once; quiet"),
+    Phase("ld2-shipped-fill25-cpu", scale=12, dense_fraction=0.6, fill=0.25, placement="shipped", steps=4,
+          panels=10, seed=5, load="cpu", description="the same, beside a job computing on one core"),
+    Phase("ld2-local-graph-reused3", scale=12, dense_fraction=0.1, placement="local", steps=3, vectors=3, panels=8,
+          seed=5, description="a graph with 10% dense blocks, local, 3 vectors; quiet"),
+    Phase("ld2-local-graph-reused3-cpu", scale=12, dense_fraction=0.1, placement="local", steps=3, vectors=3,
+          panels=8, seed=5, load="cpu", description="the same, beside a job computing on one core"),
+    Phase("ld2-shipped-graph-link", scale=11, tile=64, dense_fraction=0.05, placement="shipped", steps=5,
+          panels=8, seed=5, load="link",
+          description="a graph with 5% dense 64-blocks, shipped, read once, beside a bulk flow on the link"),
+    Phase("ld2-local-fill30-memory", scale=12, tile=256, dense_fraction=0.8, fill=0.3, placement="local",
+          steps=3, panels=12, seed=5, load="memory",
+          description="80% of the 256-tiles 30%-full blocks, local, read once, beside the memory job"),
+    Phase("ld2-shipped-sparse-cpu", scale=11, dense_fraction=0.0, placement="shipped", steps=6, panels=6, seed=5,
+          load="cpu", description="a pure graph, shipped, read once, beside the cpu job"),
+)
+
 _SIZES = {"default": PHASES, "quick": QUICK_PHASES, "test": TEST_PHASES,
           "calibration": CALIBRATION_PHASES, "heldout": HELD_OUT_PHASES, "heldout2": HELD_OUT_2_PHASES,
           "heldout3": HELD_OUT_3_PHASES, "heldout4": HELD_OUT_4_PHASES, "heldout5": HELD_OUT_5_PHASES,
-          "calibration2": CALIBRATION_2_PHASES, "loaded": LOADED_PHASES}
+          "calibration2": CALIBRATION_2_PHASES, "loaded": LOADED_PHASES, "loaded2": LOADED_2_PHASES}
 
 
 def phases_for(size: str) -> tuple[Phase, ...]:
     """The phases of a named set: ``"default"``, ``"quick"``, ``"test"``, ``"calibration"``,
-    ``"calibration2"``, ``"heldout"`` to ``"heldout5"``, or ``"loaded"``.
+    ``"calibration2"``, ``"heldout"`` to ``"heldout5"``, ``"loaded"`` or ``"loaded2"``.
 
     Examples
     --------
