@@ -116,6 +116,13 @@ share as its learned transfer duration; the rest is measured work too, so the
 window counts every byte once. (Without the worker's annotation the scheduler
 falls back to the finished task's dependencies held by the source worker.)
 
+A startstop reaches the scheduler only with the task that holds it, when that
+task finishes. Some holders never do: a dependent released or stolen after its
+data arrived, or the fetched key itself where it had no dependent here. Such a
+holder's annotated transfers move to the worker plugin's ``unreported`` list
+and leave with the next task that finishes on that worker, so that the bytes
+they moved are still counted (charged to that task's transfers).
+
 The correction is additive rather than a scale factor ``logical / wire``: a scale
 factor would also multiply the fixed latency of small transfers (hundreds of
 microseconds on a LAN) by the compression ratio. Uncompressed data
@@ -980,6 +987,9 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self._failed_hooks: set[str] = set()
         self._published = False
         self._batch: tuple[dict, dict | None] | None = None  # the last received batch and its startstop
+        #: Annotated transfers whose task left this worker without reporting; they
+        #: leave with the next task that finishes here (see the module docstring).
+        self.unreported: list[dict] = []
         self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
 
     def __getstate__(self) -> dict[str, Any]:
@@ -1081,18 +1091,37 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         return True
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        """Record output sizes (``executing -> memory``) and received bytes (``flight -> memory``)."""
-        if finish != "memory" or not self.record_sizes:
+        """Record output sizes (``executing -> memory``) and received bytes (``flight -> memory``).
+
+        A task released before it reported gives up its annotated transfers; the
+        next task to finish takes them (see the module docstring).
+        """
+        if not self.record_sizes:
             return
         try:
-            if start == "flight":
+            if finish == "memory" and start == "flight":
                 self._received(key)
-            elif start in ("executing", "long-running"):
+            elif finish == "memory" and start in ("executing", "long-running"):
+                ts = self.worker.state.tasks[key]
                 sizes = output_nbytes(self._value(key))
                 if sizes is not None:
-                    self.worker.state.tasks[key].metadata[METADATA_KEY] = list(sizes)
+                    ts.metadata[METADATA_KEY] = list(sizes)
+                if self.unreported:  # the task-finished message holds this same list: sent after this hook
+                    ts.startstops.extend(self.unreported)
+                    self.unreported = []
+            elif finish == "released" and start != "memory":  # it never finished here: nothing was reported
+                ts = self.worker.state.tasks.get(key)
+                if ts is not None:
+                    self._give_up_transfers(ts)
         except Exception:
             self._hook_failed("transition")
+
+    def _give_up_transfers(self, ts: Any) -> None:
+        """Move ``ts``'s annotated transfers to :attr:`unreported` (it will not report them)."""
+        kept = [s for s in ts.startstops if STARTSTOP_BYTES not in s]
+        if len(kept) < len(ts.startstops):
+            self.unreported.extend(s for s in ts.startstops if STARTSTOP_BYTES in s)
+            ts.startstops[:] = kept
 
     def _value(self, key: Any) -> Any:
         data = self.worker.data
@@ -1127,7 +1156,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         if self._batch is not None and self._batch[0] is record:
             startstop = self._batch[1]
         else:
-            startstop = self._find_startstop(record)
+            holder, startstop = self._find_startstop(record)
             self._batch = (record, startstop)
             if startstop is not None:
                 # wire-compression: the batch in uncompressed-equivalent bytes, and the codec's share of its time
@@ -1138,6 +1167,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 if codec_seconds:
                     startstop[STARTSTOP_CODEC] = codec_seconds
                 startstop[STARTSTOP_TASKS] = self._served(record)
+                if holder.state in ("memory", "released"):  # a fetched key that had no dependent here
+                    self._give_up_transfers(holder)
         if startstop is None:
             return
         sizes = output_nbytes(self._value(key))
@@ -1155,7 +1186,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                     break
         return max(len(served), 1)
 
-    def _find_startstop(self, record: dict) -> dict | None:
+    def _find_startstop(self, record: dict) -> tuple[Any, dict | None]:
+        """The task that holds this batch's ``transfer`` startstop, and the startstop (``(None, None)``)."""
         tasks = self.worker.state.tasks
         start, source = record["start"], record["who"]
         for k in record["keys"]:
@@ -1166,8 +1198,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 for startstop in _last(candidate.startstops, 4):
                     if (startstop.get("action") == "transfer" and startstop.get("start") == start
                             and startstop.get("source") == source):
-                        return startstop
-        return None
+                        return candidate, startstop
+        return None, None
 
     def _hook_failed(self, hook: str) -> None:
         if hook not in self._failed_hooks:
