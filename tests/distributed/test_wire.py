@@ -224,6 +224,34 @@ def test_a_transfer_whose_task_never_ran_is_counted_with_the_next_task(client, i
         assert client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[sink])[sink] == 0
 
 
+def test_a_replica_fetched_for_no_task_is_counted_with_the_next_task(make_cluster_factory, installed):
+    # Retiring a worker moves its data with acquire-replicas: the receiving worker
+    # fetches keys that no task there waits for, and records the transfer on the
+    # fetched key itself, which never reports. The record must leave with the
+    # next task that finishes on that worker.
+    from distributed import Client
+
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        with installed(client, runtime(ALWAYS, True)) as handle:
+            source, sink = sorted(client.scheduler_info()["workers"])
+            block = smooth_block(np.random.default_rng(3).random((256, 1024)))
+            a = client.submit(lambda: block.copy(), workers=source, pure=False)
+            a.result()
+            before = handle.info("plugin")["plugin"]["transfers"]
+            reset(client)
+            client.retire_workers([source], close_workers=False, remove=True)
+            assert client.run(lambda dask_worker, key=a.key: key in dask_worker.data, workers=[sink])[sink]
+            counts = client.run(wire.stats, workers=[sink])[sink]
+            saved = counts["decompressed_logical_bytes"] - counts["decompressed_wire_bytes"]
+            assert saved > 1_000_000  # the 2 MiB smooth block crossed compressed
+            assert client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[sink])[sink] == 1
+            assert client.submit(lambda x: float(x.sum()), a, workers=sink).result() == float(block.sum())
+            after = handle.info("plugin")["plugin"]["transfers"]
+            counted = (after["logical_bytes"] - before["logical_bytes"]) - (after["wire_bytes"] - before["wire_bytes"])
+            assert counted >= 0.95 * saved, (counted, saved)
+
+
 def _link_view(dask_scheduler):
     """What the installed scheduler plugin knows of the link and the host's processes."""
     plugin = dask_scheduler.plugins["asafe"]
