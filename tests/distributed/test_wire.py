@@ -69,6 +69,28 @@ def reset(client):
     client.run(wire.reset_stats)
 
 
+def codec_saved(counts):
+    """Bytes the workers' codecs saved on the frames they decompressed (from :func:`totals` or one worker's stats)."""
+    return counts["decompressed_logical_bytes"] - counts["decompressed_wire_bytes"]
+
+
+def plugin_saved(before, after):
+    """Bytes the scheduler plugin counted as saved between two of its ``transfers`` snapshots (logical - wire)."""
+    return (after["logical_bytes"] - before["logical_bytes"]) - (after["wire_bytes"] - before["wire_bytes"])
+
+
+def unreported(client, worker):
+    """Annotated transfers waiting on ``worker`` for the next task to finish there."""
+    return client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[worker])[worker]
+
+
+def wait_on(client, worker, predicate, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not client.run(predicate, workers=[worker])[worker]:
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
 def transposed(client, x):
     """Rechunk rows -> columns across the two workers; the result and a reference computed locally."""
     reference = x.compute(scheduler="sync")
@@ -175,21 +197,11 @@ def test_transfers_are_counted_in_uncompressed_equivalent_bytes(client, installe
         reset(client)
         transposed(client, array())
         after = handle.info("plugin")["plugin"]["transfers"]
-        counts = totals(client)
-        wire_bytes = after["wire_bytes"] - before["wire_bytes"]
-        logical = after["logical_bytes"] - before["logical_bytes"]
-        saved = counts["decompressed_logical_bytes"] - counts["decompressed_wire_bytes"]
+        saved = codec_saved(totals(client))
         assert saved > 0
         # the logical bytes still count every byte moved; the wire bytes are what crossed
-        assert logical - wire_bytes >= 0.9 * saved
+        assert plugin_saved(before, after) >= 0.9 * saved
         assert after["corrected_seconds"] - before["corrected_seconds"] > after["seconds"] - before["seconds"]
-
-
-def _wait_on(client, worker, predicate, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not client.run(predicate, workers=[worker])[worker]:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_a_transfer_whose_task_never_ran_is_counted_with_the_next_task(client, installed):
@@ -204,24 +216,23 @@ def test_a_transfer_whose_task_never_ran_is_counted_with_the_next_task(client, i
         a = client.submit(lambda: block.copy(), workers=source, pure=False)
         a.result()
         busy = client.submit(lambda: gate.wait(60), workers=sink, pure=False)  # holds the sink's one thread
-        _wait_on(client, sink, lambda dask_worker: len(dask_worker.state.executing) == 1, "the busy task to run")
+        wait_on(client, sink, lambda dask_worker: len(dask_worker.state.executing) == 1, "the busy task to run")
         before = handle.info("plugin")["plugin"]["transfers"]
         reset(client)
         d = client.submit(lambda x: float(x.sum()), a, workers=sink, pure=False)
-        _wait_on(client, sink, lambda dask_worker, key=a.key: key in dask_worker.data, "the data to arrive")
+        wait_on(client, sink, lambda dask_worker, key=a.key: key in dask_worker.data, "the data to arrive")
         d.cancel()
-        _wait_on(client, sink, lambda dask_worker, key=d.key: key not in dask_worker.state.tasks
+        wait_on(client, sink, lambda dask_worker, key=d.key: key not in dask_worker.state.tasks
                  or dask_worker.state.tasks[key].state in ("released", "forgotten"), "the task to leave")
-        assert client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[sink])[sink] == 1
+        assert unreported(client, sink) == 1
         gate.set()
         assert busy.result(timeout=30) is True
         after = handle.info("plugin")["plugin"]["transfers"]
-        counts = totals(client)
-        saved = counts["decompressed_logical_bytes"] - counts["decompressed_wire_bytes"]
+        saved = codec_saved(totals(client))
         assert saved > 1_000_000  # the 2 MiB smooth block crossed compressed
-        counted = (after["logical_bytes"] - before["logical_bytes"]) - (after["wire_bytes"] - before["wire_bytes"])
+        counted = plugin_saved(before, after)
         assert counted >= 0.95 * saved, (counted, saved)
-        assert client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[sink])[sink] == 0
+        assert unreported(client, sink) == 0
 
 
 def test_a_replica_fetched_for_no_task_is_counted_with_the_next_task(make_cluster_factory, installed):
@@ -242,13 +253,12 @@ def test_a_replica_fetched_for_no_task_is_counted_with_the_next_task(make_cluste
             reset(client)
             client.retire_workers([source], close_workers=False, remove=True)
             assert client.run(lambda dask_worker, key=a.key: key in dask_worker.data, workers=[sink])[sink]
-            counts = client.run(wire.stats, workers=[sink])[sink]
-            saved = counts["decompressed_logical_bytes"] - counts["decompressed_wire_bytes"]
+            saved = codec_saved(client.run(wire.stats, workers=[sink])[sink])
             assert saved > 1_000_000  # the 2 MiB smooth block crossed compressed
-            assert client.run(lambda dask_worker: len(dask_worker.plugins["asafe"].unreported), workers=[sink])[sink] == 1
+            assert unreported(client, sink) == 1
             assert client.submit(lambda x: float(x.sum()), a, workers=sink).result() == float(block.sum())
             after = handle.info("plugin")["plugin"]["transfers"]
-            counted = (after["logical_bytes"] - before["logical_bytes"]) - (after["wire_bytes"] - before["wire_bytes"])
+            counted = plugin_saved(before, after)
             assert counted >= 0.95 * saved, (counted, saved)
 
 
