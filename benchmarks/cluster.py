@@ -296,7 +296,7 @@ def hook_microbenchmark(n_tasks: int = 20_000, **measure_options: Any) -> dict[s
     from types import SimpleNamespace
 
     import asafe
-    from asafe.schedulers.plugins import AdaptiveSchedulerPlugin
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
     from dask._task_spec import Task
 
     worker = _Worker("tcp://stand-in:1")

@@ -120,7 +120,7 @@ def test_the_default_is_the_compiled_hooks_and_config_turns_them_off(hotpath):
     with dask.config.set({"asafe.local.compiled-hooks": "false"}):  # as an environment variable arrives
         assert local._TrackingCallback(rt).compiled is False
     with dask.config.set({"asafe.local.compiled-hooks": "sometimes"}):
-        with pytest.raises(ValueError, match=r"asafe.local.compiled-hooks must be true or false, got 'sometimes'"):
+        with pytest.raises(ValueError, match=r"asafe.local.compiled-hooks must be a boolean .*, got 'sometimes' \(environment variable DASK_ASAFE__LOCAL__COMPILED_HOOKS\)"):
             local._TrackingCallback(rt)
 
 

@@ -56,7 +56,7 @@ def test_optimization_bad_input():
         runtime(Optimization("x", Hysteresis(0, 1)), Optimization("x", Hysteresis(0, 1)))
     with pytest.raises(TypeError, match="asafe.Optimization"):
         AdaptiveRuntime(["compression"])
-    with pytest.raises(ValueError, match="dwell must be >= 0"):
+    with pytest.raises(ValueError, match="dwell must be a number >= 0, got -1"):
         runtime(dwell=-1)
     with pytest.raises(TypeError, match="must be a str"):
         runtime(default_type=5)

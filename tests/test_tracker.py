@@ -95,11 +95,11 @@ def test_memory_is_bounded_whatever_the_graph_size():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"window": 0}, "window must be an int >= 1"),
-        ({"window": 2.5}, "window must be an int >= 1"),
-        ({"blend": 1.5}, r"blend must be in \[0, 1\]"),
+        ({"window": 0}, "window must be an integer >= 1"),
+        ({"window": 2.5}, "window must be an integer >= 1"),
+        ({"blend": 1.5}, r"blend must be a number from 0 to 1"),
         ({"default_duration": 0}, "default_duration must be"),
-        ({"max_groups": 0}, "max_groups must be >= 1"),
+        ({"max_groups": 0}, "max_groups must be an integer >= 1"),
     ],
 )
 def test_bad_settings(kwargs, message):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import validate
 from .mode import ModeVector
 
 __all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf"]
@@ -250,12 +251,5 @@ class AnyOf(_Combined):
 
 
 def _threshold(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}") from None
-    if math.isnan(number) or number < 0:
-        raise ValueError(f"{name} must be a non-negative number (inf allowed), got {name}={value!r}")
-    return number
+    return validate.number(value, name, minimum=0, allow_inf=True, rule="a non-negative number (inf allowed)",
+                           named=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 
+from . import validate
 from .types import COMMUNICATION, COMPUTE, validate_type
 
 __all__ = ["ModeVector"]
@@ -149,17 +150,7 @@ def _ratio(compute: float, communication: float) -> float:
 
 
 def _check_number(what: str, value: object, allow_nan: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(value)  # numpy scalars
-        except (TypeError, ValueError):
-            raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}") from None
-    if math.isnan(value):
-        if allow_nan:
-            return
-        raise ValueError(f"{what} must be a finite non-negative number, got nan")
-    if value < 0 or math.isinf(value):
-        raise ValueError(f"{what} must be a finite non-negative number, got {value!r}")
+    validate.number(value, what, minimum=0, allow_nan=allow_nan, rule="a finite non-negative number")
 
 
 def _fmt(value: float) -> str:

@@ -44,6 +44,8 @@ from typing import Any
 
 import dask
 
+from . import validate
+
 __all__ = ["REUSE_ANNOTATION", "reuse", "validate_reuse", "DeclaredReuse"]
 
 #: The dask annotation name that :func:`reuse` sets.
@@ -72,14 +74,12 @@ def validate_reuse(value: object) -> float:
     >>> validate_reuse(0.5)
     Traceback (most recent call last):
     ...
-    ValueError: reuse must be a finite number >= 1 (how many times a task's output is read), got 0.5
+    asafe.core.validate.InvalidSetting: reuse must be a finite number >= 1 (how many times a task's output is read), got 0.5
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars are Real
-        raise TypeError(f"reuse must be a number such as 1 or 16, got {type(value).__name__} {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number < 1:
-        raise ValueError(f"reuse must be a finite number >= 1 (how many times a task's output is read), got {value!r}")
-    return number
+        raise validate.InvalidSetting(f"reuse must be a number such as 1 or 16, got {type(value).__name__} {value!r}")
+    return validate.number(value, "reuse", minimum=1,
+                           rule="a finite number >= 1 (how many times a task's output is read)")
 
 
 @contextlib.contextmanager
@@ -106,7 +106,7 @@ def reuse(times: float) -> Iterator[float]:
     ...     pass
     Traceback (most recent call last):
     ...
-    ValueError: reuse must be a finite number >= 1 (how many times a task's output is read), got 0
+    asafe.core.validate.InvalidSetting: reuse must be a finite number >= 1 (how many times a task's output is read), got 0
     """
     times = validate_reuse(times)
     with dask.annotate(**{REUSE_ANNOTATION: times}):
@@ -146,9 +146,7 @@ class DeclaredReuse:
     __slots__ = ("window", "_sum", "_count", "_recent", "_recent_sum", "_recent_count")
 
     def __init__(self, window: int = 256) -> None:
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {window!r}")
-        self.window = window
+        self.window = validate.integer(window, "window", minimum=1)
         self._sum = 0.0
         self._count = 0
         self._recent: deque = deque()

@@ -21,9 +21,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-import dask.config as _dask_config
-
 from . import config as _config
+from . import validate
 from .domains import EfficiencyDomain
 from .mode import ModeVector
 from .signals import SystemSignals
@@ -175,13 +174,15 @@ class AdaptiveRuntime:
             default_duration=settings["default_duration"] if default_duration is None else default_duration,
             max_groups=settings["max_groups"],
         )
-        self.dwell = _non_negative("dwell", settings["dwell"] if dwell is None else dwell)
-        self.dwell_tasks = int(_non_negative("dwell_tasks", settings["dwell_tasks"] if dwell_tasks is None else dwell_tasks))
+        self.dwell = validate.number(settings["dwell"] if dwell is None else dwell, "dwell", minimum=0)
+        self.dwell_tasks = validate.integer(settings["dwell_tasks"] if dwell_tasks is None else dwell_tasks,
+                                            "dwell_tasks", minimum=0)
         skip = settings["arrivals_skip_dwell"] if arrivals_skip_dwell is None else arrivals_skip_dwell
         if not isinstance(skip, bool):
-            raise TypeError(f"arrivals_skip_dwell must be True or False, got {skip!r}")
+            raise validate.InvalidSetting(f"arrivals_skip_dwell must be True or False, got {skip!r}")
         self.arrivals_skip_dwell = skip
-        self.interval = _non_negative("interval", settings["interval"] if interval is None else interval)
+        self.interval = validate.number(settings["interval"] if interval is None else interval, "interval",
+                                        minimum=0)
         self.default_type = validate_type(settings["default_type"] if default_type is None else default_type)
         use_signals = settings["signals"] if signals is None else signals
         self._signals = SystemSignals(settings["signals_interval"]) if use_signals else None
@@ -479,16 +480,6 @@ def _json_float(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-def _non_negative(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(number) or number < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
-    return number
-
-
 def load_optimizations(entries: list[dict] | None = None) -> list:
     """Build :class:`~asafe.Optimization` objects from configuration entries.
 
@@ -506,7 +497,7 @@ def load_optimizations(entries: list[dict] | None = None) -> list:
     [Optimization('f32', Hysteresis(alpha=0.1, beta=0.2, metric='cpu'), initial=False)]
     """
     if entries is None:
-        entries = _dask_config.get("asafe.optimizations") or []
+        entries = _config.optimization_entries()
     built = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "name" not in entry or "domain" not in entry:
@@ -520,5 +511,6 @@ def load_optimizations(entries: list[dict] | None = None) -> list:
                              "allowed: name, domain, kwargs, initial")
         factory = _config.import_by_path(entry["domain"])
         domain = factory(**(entry.get("kwargs") or {}))
-        built.append(Optimization(entry["name"], domain, initial=_config.parse_boolean(entry.get("initial", False))))
+        built.append(Optimization(entry["name"], domain, initial=validate.boolean(entry.get("initial", False),
+                                                                               f"asafe.optimizations[{i}].initial")))
     return built

@@ -73,6 +73,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 
+from . import validate
 from .mode import ModeVector
 
 __all__ = ["ModeTracker"]
@@ -137,18 +138,11 @@ class ModeTracker:
         default_duration: float = 0.001,
         max_groups: int = 4096,
     ) -> None:
-        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
-            raise ValueError(f"window must be an int >= 1 (a number of measurements), got {window!r}")
-        if not 0.0 <= blend <= 1.0:
-            raise ValueError(f"blend must be in [0, 1], got {blend!r}")
-        if not default_duration > 0 or math.isinf(default_duration):
-            raise ValueError(f"default_duration must be a finite number of seconds > 0, got {default_duration!r}")
-        if max_groups < 1:
-            raise ValueError(f"max_groups must be >= 1, got {max_groups!r}")
-        self.window = window
-        self.blend = float(blend)
-        self.default_duration = float(default_duration)
-        self.max_groups = int(max_groups)
+        self.window = validate.integer(window, "window", minimum=1)
+        self.blend = validate.number(blend, "blend", minimum=0, maximum=1)
+        self.default_duration = validate.number(default_duration, "default_duration", minimum=1e-9,
+                                                rule="a finite number of seconds > 0")
+        self.max_groups = validate.integer(max_groups, "max_groups", minimum=1)
         self._lock = threading.Lock()
         self._groups: OrderedDict[tuple[str, str], _Group] = OrderedDict()
         self._type_average: dict[str, float] = {}

@@ -8,9 +8,15 @@ controller's states to where tasks run:
   synchronous, processes) through a :class:`dask.callbacks.Callback`; its
   per-task hooks exist twice, in Python (the reference) and in C
   (``_hotpath.c``, built when a compiler is found), and the tests compare both;
-* :mod:`~asafe.schedulers.plugins` -- a Dask cluster's scheduler plugin (it
-  sees a graph when it is submitted, its transfers and durations) and worker
-  plugin (it holds the states on each worker);
+* :mod:`~asafe.schedulers.scheduler_plugin` -- a Dask cluster's scheduler
+  plugin (it sees a graph when it is submitted, its transfers and durations),
+  with :mod:`~asafe.schedulers.forecast` (the transfers a graph will make) and
+  :mod:`~asafe.schedulers.bandwidth` (the link's measured bandwidth);
+* :mod:`~asafe.schedulers.worker_plugin` -- the worker plugin (it holds the
+  states on each worker and reports the sizes of what a worker made and
+  received); :mod:`~asafe.schedulers.protocol` holds what the two plugins share;
+* :mod:`~asafe.schedulers.wire` -- wire-compression's codec in the
+  serialization of every process where asafe is enabled;
 * :mod:`~asafe.schedulers.distributed` -- :func:`asafe.install` and
   :func:`asafe.attach`, from a client;
 * :mod:`~asafe.schedulers.preload` -- ``--preload asafe.preload``, for

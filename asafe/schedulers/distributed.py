@@ -2,7 +2,7 @@
 
 ``handle = asafe.install(client, runtime)`` checks that the scheduler and every
 worker can import asafe, registers the scheduler plugin and then the worker
-plugin through ``client.register_plugin`` (see :mod:`asafe.schedulers.plugins` for what they
+plugin through ``client.register_plugin`` (see the Architecture page, "The cluster plugins", for what they
 do: scheduler events to the mode tracker, transfers in uncompressed-equivalent
 bytes, states pushed to workers), and returns a :class:`RuntimeHandle`. The
 runtime travels to the scheduler (pickled: settings, optimizations, states,
@@ -35,7 +35,7 @@ from dask.utils import parse_timedelta
 from ..core.mode import ModeVector
 from ..core.runtime import AdaptiveRuntime, DomainError, Transition
 
-# asafe.schedulers.plugins imports distributed; it is imported where a cluster is used, so
+# the plugin modules import distributed; it is imported where a cluster is used, so
 # that ``import asafe`` stays light for Dask's local schedulers.
 NAME = "asafe"
 
@@ -66,7 +66,7 @@ def install(
         How long the check that every worker can import asafe may take. Default
         ``asafe.distributed.timeout``.
     transfer_correction, expected_transfers, next_wave : bool, optional
-        See :class:`asafe.schedulers.plugins.AdaptiveSchedulerPlugin`; defaults from
+        See :class:`asafe.schedulers.scheduler_plugin.AdaptiveSchedulerPlugin`; defaults from
         ``asafe.distributed.*`` (configuration keys).
 
     Returns
@@ -98,7 +98,8 @@ def install(
         return RuntimeHandle(client, token)  # already running this runtime: count nothing twice
     if installed is not None:  # another installation: replace it
         client.sync(client.scheduler.asafe_uninstall, callback_timeout=seconds)
-    from .plugins import AdaptiveSchedulerPlugin, AdaptiveWorkerPlugin
+    from .scheduler_plugin import AdaptiveSchedulerPlugin
+    from .worker_plugin import AdaptiveWorkerPlugin
 
     token = _TOKENS[runtime] = _new_token()
     client.register_plugin(
@@ -196,8 +197,8 @@ class RuntimeHandle:
     @property
     def plugin_errors(self) -> list:
         """Plugin hooks that raised on the scheduler (scheduling went on), as
-        :class:`asafe.schedulers.plugins.PluginError`."""
-        from .plugins import PluginError
+        :class:`asafe.schedulers.protocol.PluginError`."""
+        from .protocol import PluginError
 
         return [PluginError(*e) for e in self.info("plugin")["plugin"]["errors"]]
 
@@ -298,7 +299,7 @@ def _worker_fallbacks(dask_worker: Any = None) -> dict[str, int]:
 
 def _installed_token(dask_scheduler: Any = None) -> str | None:
     """The token of the asafe plugin on this scheduler (run there), or None."""
-    from .plugins import AdaptiveSchedulerPlugin
+    from .scheduler_plugin import AdaptiveSchedulerPlugin
 
     plugin = dask_scheduler.plugins.get(NAME)
     return getattr(plugin, "token", None) if isinstance(plugin, AdaptiveSchedulerPlugin) else None

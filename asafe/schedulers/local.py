@@ -16,12 +16,23 @@ per task plus O(1) per dependency edge, and no work per task in the tracker
 (see :meth:`asafe.ModeTracker.ingest`). How that path was made cheap, and what
 it costs, is in :class:`_TrackingCallback`.
 
+Observing, not choosing. :func:`adaptive` adds one callback to Dask's callbacks
+(as :class:`dask.diagnostics.ProgressBar` does) and changes nothing else: each
+collection keeps its default scheduler (a bag its processes, an array its
+threads), a distributed ``Client`` stays the default where one is, the errors
+Dask raises (collections with differing default schedulers) still raise, and
+:func:`dask.base.get_scheduler` answers as without asafe.
+
 Types. Dask lowers the graph before the callbacks see it and the lowered graph
-has no annotations, so :func:`adaptive` also sets ``dask.config`` ``scheduler``
-to a thin ``get`` that reads the ``asafe_type`` annotations of the expression it
-receives and then runs the scheduler you chose. A ``dask.compute(...,
-scheduler=...)`` call that names a scheduler explicitly bypasses that ``get``:
-its tasks are still tracked, typed by :func:`asafe.typed` and the default type.
+has no annotations, so by default tasks are typed by :func:`asafe.typed` and the
+default type. Annotations (:func:`asafe.task_type`, :func:`asafe.reuse`) are read
+where the scheduler is chosen through asafe: ``adaptive(runtime,
+scheduler="threads")`` sets ``dask.config`` ``scheduler`` for the block, as
+``dask.config.set(scheduler=...)`` would, to a thin ``get`` that reads the
+annotations of the expression it receives and then runs that scheduler. A
+``dask.compute(..., scheduler=...)`` call that names a scheduler explicitly
+bypasses that ``get``: its tasks are still tracked, typed by :func:`asafe.typed`
+and the default type.
 
 Declared reuse. The same ``get`` reads the ``asafe_reuse`` annotations
 (:func:`asafe.reuse`): while a computation runs, the mode's ``reuse`` signal is
@@ -55,7 +66,7 @@ try:  # the function Dask puts in fused tasks
 except ImportError:  # pragma: no cover - older Dask
     _execute_subgraph = None
 
-from ..core.config import parse_boolean
+from ..core import config, validate
 from ..core.reuse import REUSE_ANNOTATION, validate_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, resolve_type, type_of_callable
@@ -321,11 +332,7 @@ class _TrackingCallback(Callback):
 
 def _compiled_hooks_configured() -> bool:
     """``asafe.local.compiled-hooks``, validated."""
-    value = dask.config.get("asafe.local.compiled-hooks", True)
-    try:
-        return parse_boolean(value)
-    except ValueError:
-        raise ValueError(f"asafe.local.compiled-hooks must be true or false, got {value!r}") from None
+    return validate.boolean(config.get("asafe.local.compiled-hooks"), "asafe.local.compiled-hooks")
 
 
 def _prefix(key: Any) -> str:
@@ -353,10 +360,23 @@ def _prefix(key: Any) -> str:
 
 
 class _AnnotatedGet:
-    """A scheduler ``get`` that reads type annotations, then runs the chosen scheduler."""
+    """A scheduler ``get`` that reads type annotations, then runs the chosen scheduler.
+
+    Equal to another that runs the same scheduler, so that a copy of
+    ``dask.config`` (``copy.deepcopy``) compares equal to the original.
+    """
 
     def __init__(self, scheduler: Any) -> None:
         self.scheduler = scheduler
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _AnnotatedGet) and other.scheduler == self.scheduler
+
+    def __hash__(self) -> int:
+        return hash((_AnnotatedGet, self.scheduler))
+
+    def __repr__(self) -> str:
+        return f"<asafe annotated get: {self.scheduler!r}>"
 
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         annotations_of = getattr(dsk, "__dask_annotations__", None)
@@ -403,8 +423,12 @@ def adaptive(runtime: AdaptiveRuntime | None = None, scheduler: Any = None) -> I
     runtime : AdaptiveRuntime, optional
         Default: a runtime built from configuration.
     scheduler : str or callable, optional
-        ``"threads"``, ``"sync"``, ``"processes"`` or a ``get`` function. Default:
-        the scheduler configured on entry, else the threaded scheduler.
+        ``"threads"``, ``"sync"``, ``"processes"`` or a ``get`` function: run the
+        block's computations there, as ``dask.config.set(scheduler=...)`` would,
+        and read their :func:`asafe.task_type` and :func:`asafe.reuse`
+        annotations. Default: Dask chooses, as without asafe (each collection's
+        default scheduler, or the configured one); tasks are then typed by
+        :func:`asafe.typed` and the default type.
 
     Yields
     ------
@@ -439,13 +463,13 @@ def adaptive(runtime: AdaptiveRuntime | None = None, scheduler: Any = None) -> I
             f"adaptive() runs on Dask's local schedulers {sorted(_LOCAL_SCHEDULERS)}; got "
             f"scheduler={scheduler!r} (for a cluster use asafe.install(client, runtime))"
         )
-    underlying = scheduler if scheduler is not None else dask.config.get("scheduler", None) or "threads"
+    chosen = {} if scheduler is None else {"scheduler": _AnnotatedGet(scheduler)}
     previous_states = board.publish(runtime.states, shared=True)
     unsubscribe = runtime.subscribe(lambda states, _: board.publish(states, shared=True))
     callback = _TrackingCallback(runtime)
     detach_reuse = runtime.add_signal("reuse", callback.declared_reuse)
     try:
-        with dask.config.set(scheduler=_AnnotatedGet(underlying)), callback:
+        with dask.config.set(chosen), callback:
             yield runtime
     finally:
         detach_reuse()

@@ -2,7 +2,7 @@
 
 distributed's preload protocol imports this module in the scheduler and worker
 processes and calls :func:`dask_setup` with the server. On the scheduler it
-installs :class:`~asafe.schedulers.plugins.AdaptiveSchedulerPlugin` with an
+installs :class:`~asafe.schedulers.scheduler_plugin.AdaptiveSchedulerPlugin` with an
 ``AdaptiveRuntime()`` built from ``dask.config`` (optimizations, thresholds,
 dwell; see ``asafe.yaml``), and the scheduler registers the worker plugin for
 every worker, present and future. On a worker it installs the worker plugin
@@ -51,7 +51,9 @@ async def dask_setup(server: Any) -> None:
     """Install asafe on ``server``: a ``Scheduler`` or a ``Worker`` (a ``Nanny`` is left alone)."""
     from distributed import Nanny, Scheduler, Worker
 
-    from .plugins import NAME, AdaptiveSchedulerPlugin, AdaptiveWorkerPlugin
+    from .protocol import NAME
+    from .scheduler_plugin import AdaptiveSchedulerPlugin
+    from .worker_plugin import AdaptiveWorkerPlugin
     from ..core.runtime import AdaptiveRuntime
 
     _log_like_distributed()

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import asafe
-from asafe.schedulers.plugins import AdaptiveSchedulerPlugin, AdaptiveWorkerPlugin
+from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
+from asafe.schedulers.worker_plugin import AdaptiveWorkerPlugin
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -29,8 +30,8 @@ def test_a_scheduler_without_a_bandwidth_estimate_is_counted_and_warned_once(cap
     plugin = make_plugin()
     plugin.scheduler = types.SimpleNamespace()  # a scheduler lacking the internal
     with caplog.at_level(logging.WARNING, logger="asafe"):
-        assert plugin._bandwidth() == 0.0
-        assert plugin._bandwidth() == 0.0
+        assert plugin.link() == 0.0
+        assert plugin.link() == 0.0
     assert plugin.fallbacks == {"scheduler.bandwidth": 2}
     assert plugin.info(["fallbacks"])["fallbacks"] == {"scheduler.bandwidth": 2}
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -29,7 +29,7 @@ import dask
 import pytest
 
 import asafe
-from asafe.schedulers.plugins import STATES_OP
+from asafe.schedulers.protocol import STATES_OP
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -271,7 +271,7 @@ def tracker_bytes(tracker):
 
 def test_100k_tasks_through_the_scheduler_plugin_keep_the_tracker_bounded():
     """100k tasks, each of its own key prefix, through the real plugin's transition hook."""
-    from asafe.schedulers.plugins import AdaptiveSchedulerPlugin
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
 
     with dask.config.set({"asafe.tracker.max-groups": 256}):
         rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))],

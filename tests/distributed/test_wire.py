@@ -267,7 +267,7 @@ def _link_view(dask_scheduler):
     plugin = dask_scheduler.plugins["asafe"]
     plugin.runtime.evaluate()
     return {"signals": plugin.runtime.mode.signals, "pids": sorted(plugin._local_worker_pids()),
-            "measured": plugin.bandwidth, "bandwidth": plugin._bandwidth()}
+            "measured": plugin.link.measured, "bandwidth": plugin.link()}
 
 
 def test_the_default_domain_reads_the_link_and_the_load_outside_the_run(client, installed):
@@ -299,17 +299,17 @@ def test_a_received_frame_reports_the_bytes_saved_and_the_codecs_seconds():
 
 
 def test_the_link_is_measured_without_the_codecs_seconds():
-    from asafe.schedulers.plugins import (STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA,
-                                          AdaptiveSchedulerPlugin)
+    from asafe.schedulers.protocol import STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
 
     plugin = AdaptiveSchedulerPlugin(runtime(NEVER, False), bandwidth_min_bytes=1)
     batch = {"action": "transfer", "start": 10.0, "stop": 11.0,
              STARTSTOP_BYTES: 100_000_000, STARTSTOP_EXTRA: 400_000_000, STARTSTOP_CODEC: 0.6}
     plugin._transfer_seconds(None, [batch])
-    assert plugin.bandwidth == pytest.approx(250e6)  # 100 MB in the 0.4 s the link took, not 100 MB/s
-    plugin.bandwidth = None
+    assert plugin.link.measured == pytest.approx(250e6)  # 100 MB in the 0.4 s the link took, not 100 MB/s
+    plugin.link.reset()
     plugin._transfer_seconds(None, [{**batch, STARTSTOP_CODEC: 5.0}])  # codec estimate above the batch's time
-    assert plugin.bandwidth == pytest.approx(1e9)  # floored at a tenth of the batch: a fast link
-    plugin.bandwidth = None
+    assert plugin.link.measured == pytest.approx(1e9)  # floored at a tenth of the batch: a fast link
+    plugin.link.reset()
     plugin._transfer_seconds(None, [{k: v for k, v in batch.items() if k != STARTSTOP_CODEC}])
-    assert plugin.bandwidth == pytest.approx(100e6)  # untouched by the codec: as measured
+    assert plugin.link.measured == pytest.approx(100e6)  # untouched by the codec: as measured

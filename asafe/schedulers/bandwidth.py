@@ -1,0 +1,100 @@
+"""The link's measured bandwidth: one estimate that the scheduler plugin, the forecast and the mode share.
+
+:class:`LinkEstimate` is a moving average of the wire bytes per second of
+measured inter-worker transfers. The scheduler plugin feeds it
+(:meth:`LinkEstimate.observe`), the forecast prices planned transfers with it,
+the transfer correction converts saved bytes into seconds with it, and the mode
+reads it as the ``bandwidth`` signal (calling the estimate returns its value).
+
+Before the first measured transfer it answers, in order: what an earlier
+installation on the same scheduler measured (kept in the scheduler's
+:class:`~asafe.schedulers.forecast.PrefixMemory`, as Dask keeps per-prefix
+durations), then the scheduler's own estimate (the configured
+``distributed.scheduler.bandwidth``, 100 MB/s by default, until the workers'
+heartbeats report theirs). The workers' figure counts logical bytes and the
+codec's time, which is why a measured figure comes first.
+
+The link is measured without the wire codec's time: a compressed batch's time
+includes compressing and decompressing, so its wire bytes per second would
+read low and keep wire-compression on by its own effect.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["LinkEstimate"]
+
+
+class LinkEstimate:
+    """Wire bytes per second of the link, measured first, remembered, else the scheduler's estimate.
+
+    Parameters
+    ----------
+    min_bytes : int
+        Smallest transfer (wire bytes) that updates the average; smaller ones
+        measure latency rather than bandwidth.
+    memory : object with a ``bandwidth`` attribute, optional
+        Where the estimate is remembered across installations on one scheduler.
+    fallback : callable, optional
+        The scheduler's own estimate, called until a transfer is measured;
+        ``None`` from it means there is none (the estimate then reads 0.0).
+
+    Examples
+    --------
+    >>> link = LinkEstimate(min_bytes=1000, fallback=lambda: 1e8)
+    >>> link()  # nothing measured: the scheduler's estimate
+    100000000.0
+    >>> link.observe(wire_bytes=2e8, seconds=1.0)
+    >>> link(), link.measured
+    (200000000.0, 200000000.0)
+    >>> link.observe(wire_bytes=1e8, seconds=1.0)  # the average weighs a new transfer 0.25
+    >>> link()
+    175000000.0
+    >>> link.observe(wire_bytes=10, seconds=1.0)  # below min_bytes: latency, not bandwidth
+    >>> link()
+    175000000.0
+    """
+
+    #: Weight of a new transfer in the moving average.
+    weight = 0.25
+
+    def __init__(self, min_bytes: int = 0, memory: Any = None,
+                 fallback: Callable[[], float | None] | None = None) -> None:
+        self.min_bytes = int(min_bytes)
+        self.memory = memory
+        self.fallback = fallback
+        #: The moving average of this installation's measured transfers (None before the first).
+        self.measured: float | None = None
+
+    def observe(self, wire_bytes: float, seconds: float, codec_seconds: float = 0.0) -> None:
+        """Count one transfer of ``wire_bytes`` that took ``seconds``, ``codec_seconds`` of them in the codec.
+
+        The codec's share is taken out of the time, floored at a tenth of the
+        transfer: an estimate of the codec's seconds above the transfer's own
+        means a link faster than the codec, which the floor still reads as fast.
+        """
+        link_seconds = max(seconds - (codec_seconds or 0.0), 0.1 * seconds)
+        if wire_bytes < self.min_bytes or not link_seconds > 0:
+            return
+        sample = wire_bytes / link_seconds
+        self.measured = sample if self.measured is None else (1 - self.weight) * self.measured + self.weight * sample
+        if self.memory is not None:
+            self.memory.bandwidth = self.measured
+
+    def __call__(self) -> float:
+        """The current estimate in bytes per second (0.0 when nothing is known)."""
+        if self.measured:
+            return self.measured
+        remembered = getattr(self.memory, "bandwidth", None)
+        if remembered:
+            return remembered
+        fallback = self.fallback() if self.fallback is not None else None
+        return float(fallback or 0.0)
+
+    def reset(self) -> None:
+        """Forget this installation's measurements (the remembered figure stays)."""
+        self.measured = None
+
+    def __repr__(self) -> str:
+        return f"<LinkEstimate {self():.3g} B/s measured={self.measured}>"

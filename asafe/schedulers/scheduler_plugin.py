@@ -1,0 +1,674 @@
+"""The scheduler plugin: scheduler events into the mode tracker, states out to the workers.
+
+:class:`AdaptiveSchedulerPlugin` is what :func:`asafe.install` and
+``--preload asafe.preload`` put on a Dask scheduler. It keeps the type, key
+prefix and declared reuse of every *scheduled* task (ready, running, or in the
+next wave) in a :class:`Scheduled` entry, maps each transition to O(1) tracker
+events, charges measured transfers in uncompressed-equivalent seconds, plans
+the transfers of submitted graphs (:mod:`asafe.schedulers.forecast`), measures
+the link (:mod:`asafe.schedulers.bandwidth`), and pushes every state change to
+the workers that said hello. The flow of events, and why each rule exists, is on
+the Architecture page ("The cluster plugins").
+
+Every hook takes ``**kwargs`` and catches its own exceptions, following
+``distributed.diagnostics.plugin``: the error is logged once per hook, then
+counted in :attr:`AdaptiveSchedulerPlugin.plugin_errors`; scheduling goes on
+and no optimization changes state because of it.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+from ..core.reuse import DeclaredReuse, declared_reuse
+from ..core.runtime import AdaptiveRuntime
+from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
+from . import wire
+from .bandwidth import LinkEstimate
+from .forecast import PrefixMemory, TransferForecast
+from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
+                       STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, plugin_settings,
+                       uncompressed_seconds)
+
+if TYPE_CHECKING:
+    from distributed.scheduler import TaskState
+
+__all__ = ["AdaptiveSchedulerPlugin", "Scheduled", "prefix_memory"]
+
+# Scheduler states in which a task is ready or running.
+_ACTIVE = frozenset({"queued", "no-worker", "processing"})
+#: Largest number of dependencies of a task counted in the next wave (see
+#: AdaptiveSchedulerPlugin._join_wave); a wider task counts when it is ready.
+_WAVE_FAN_IN = 32
+
+
+class Scheduled:
+    """What the plugin keeps of one scheduled task: its tracker group, declared reuse, and readiness.
+
+    ``ready`` is False while the task waits in the next wave (every dependency
+    ready, running or in memory) and True once the scheduler made it ready.
+    """
+
+    __slots__ = ("task_type", "prefix", "reuse", "ready")
+
+    def __init__(self, task_type: str, prefix: str, reuse: float | None, ready: bool) -> None:
+        self.task_type = task_type
+        self.prefix = prefix
+        self.reuse = reuse
+        self.ready = ready
+
+    def __repr__(self) -> str:
+        return f"Scheduled({self.task_type!r}, {self.prefix!r}, reuse={self.reuse}, ready={self.ready})"
+
+
+_PREFIX_MEMORY: "weakref.WeakKeyDictionary[Any, PrefixMemory]" = weakref.WeakKeyDictionary()
+
+
+def prefix_memory(scheduler: Any) -> PrefixMemory:
+    """The per-prefix sizes that every asafe installation on ``scheduler`` learns into and starts from.
+
+    It lives as long as the scheduler object, as Dask's own per-prefix durations do.
+    """
+    memory = _PREFIX_MEMORY.get(scheduler)
+    if memory is None:
+        memory = _PREFIX_MEMORY[scheduler] = PrefixMemory()
+    return memory
+
+
+class AdaptiveSchedulerPlugin(SchedulerPlugin):
+    """Feeds scheduler events to an :class:`~asafe.AdaptiveRuntime` and pushes its states.
+
+    Parameters
+    ----------
+    runtime : AdaptiveRuntime, optional
+        The controller (it travels to the scheduler pickled: settings,
+        optimizations, states and history). Default: built from configuration.
+    transfer_correction : bool, optional
+        Count transfers in uncompressed-equivalent seconds (see the module
+        docstring). Default ``asafe.distributed.transfer-correction``.
+    expected_transfers : bool, optional
+        Plan the transfers of each submitted graph in the scheduled view (the
+        forecast, see the module docstring). Default
+        ``asafe.distributed.expected-transfers``.
+    next_wave : bool, optional
+        Count the next wave (waiting tasks whose every dependency is ready,
+        running or in memory) as scheduled, see the module docstring. Default
+        ``asafe.distributed.next-wave``.
+    bandwidth_min_bytes : int, optional
+        Smallest transfer that updates the bandwidth estimate. Default
+        ``asafe.distributed.bandwidth-min-bytes``.
+    register_worker_plugin : bool
+        On ``start``, register the :class:`AdaptiveWorkerPlugin` from the
+        scheduler (used by :mod:`asafe.preload`; :func:`asafe.install` registers it
+        through the client instead).
+    token : str, optional
+        Name of this installation (default: a fresh uuid).
+
+    Examples
+    --------
+    >>> import asafe
+    >>> rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))])
+    >>> plugin = AdaptiveSchedulerPlugin(rt, transfer_correction=True)
+    >>> plugin.name, plugin.transfer_correction
+    ('asafe', True)
+    """
+
+    name = NAME
+    idempotent = False
+
+    def __init__(
+        self,
+        runtime: AdaptiveRuntime | None = None,
+        *,
+        transfer_correction: bool | None = None,
+        expected_transfers: bool | None = None,
+        next_wave: bool | None = None,
+        bandwidth_min_bytes: int | None = None,
+        register_worker_plugin: bool = False,
+        token: str | None = None,
+    ) -> None:
+        if runtime is None:
+            runtime = AdaptiveRuntime()
+        if not isinstance(runtime, AdaptiveRuntime):
+            raise TypeError(f"AdaptiveSchedulerPlugin needs an asafe.AdaptiveRuntime, got {type(runtime).__name__}")
+        defaults = plugin_settings()
+        self.runtime = runtime
+        self.transfer_correction = defaults["transfer_correction"] if transfer_correction is None else bool(transfer_correction)
+        self.expected_transfers = defaults["expected_transfers"] if expected_transfers is None else bool(expected_transfers)
+        self.next_wave = defaults["next_wave"] if next_wave is None else bool(next_wave)
+        self.bandwidth_min_bytes = int(defaults["bandwidth_min_bytes"] if bandwidth_min_bytes is None else bandwidth_min_bytes)
+        self.register_worker_plugin = bool(register_worker_plugin)
+        self.token = token or uuid.uuid4().hex
+        self._reset()
+
+    def _reset(self) -> None:
+        self.scheduler: Any = None
+        self.tracker = self.runtime.tracker
+        self.default_type = self.runtime.default_type
+        self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
+        self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
+        self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
+        self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth)
+        self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=_logical_size)
+        self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
+        self._version = 0
+        self._unsubscribe: Any = None
+        self._detach_signals: list = []
+        self._local_hosts: frozenset = frozenset()  # this host's names, read in start() on the scheduler
+        self._attached = False
+        self.plugin_errors: deque[PluginError] = deque(maxlen=1000)
+        self._failed_hooks: set[str] = set()
+        # what crossed the network, as measured (wire) and as uncompressed (logical)
+        self.transfer_stats = {"count": 0, "seconds": 0.0, "corrected_seconds": 0.0,
+                               "wire_bytes": 0, "logical_bytes": 0, "unannotated": 0}
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
+        self.repairs = 0  # times the tracker was set right after a hook failed (see _settle)
+
+    # pickling: the plugin travels to the scheduler as its settings and runtime
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime,
+            "transfer_correction": self.transfer_correction,
+            "expected_transfers": self.expected_transfers,
+            "next_wave": self.next_wave,
+            "bandwidth_min_bytes": self.bandwidth_min_bytes,
+            "register_worker_plugin": self.register_worker_plugin,
+            "token": self.token,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset()
+
+    # lifecycle ------------------------------------------------------------------
+    async def start(self, scheduler: Any) -> None:
+        """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
+        self.scheduler = scheduler
+        memory = prefix_memory(scheduler)
+        self.link.memory = memory  # the link an earlier installation measured
+        self._local_hosts = _local_hosts()
+        self.forecast.share(memory)  # what earlier installations learned per prefix
+        wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
+        previous = scheduler.plugins.get(NAME)
+        if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
+            previous.detach()  # a new installation replaces the old one: events count once
+        scheduler.handlers.update(
+            {
+                "asafe_hello": self.hello,
+                "asafe_info": self.info,
+                "asafe_set_state": self.set_state,
+                "asafe_uninstall": self.uninstall,
+            }
+        )
+        self._unsubscribe = self.runtime.subscribe(self._push)
+        self._detach_signals = [self.runtime.add_signal("bandwidth", self.link),
+                                self.runtime.add_signal("reuse", self.reuse)]
+        system = self.runtime.system_signals
+        if system is not None:
+            self._detach_signals.append(system.watch(self._local_worker_pids))
+        self._attached = True
+        logger.info("asafe: scheduler plugin installed (%s)", self.runtime)
+        if self.register_worker_plugin:
+            from distributed.protocol.pickle import dumps
+
+            from .worker_plugin import AdaptiveWorkerPlugin
+
+            await scheduler.register_worker_plugin(
+                comm=None, plugin=dumps(AdaptiveWorkerPlugin(token=self.token)), name=NAME, idempotent=False
+            )
+
+    async def close(self) -> None:
+        """The scheduler is closing: stop pushing."""
+        self.detach()
+
+    def detach(self) -> None:
+        """Stop feeding the runtime and pushing states (used on uninstall and replacement)."""
+        if not self._attached:
+            return
+        self._attached = False
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for detach_signal in self._detach_signals:
+            detach_signal()
+        self._detach_signals = []
+        scheduler = self.scheduler
+        if scheduler is not None:
+            for op, handler in (("asafe_hello", self.hello), ("asafe_info", self.info),
+                                ("asafe_set_state", self.set_state), ("asafe_uninstall", self.uninstall)):
+                if scheduler.handlers.get(op) == handler:
+                    del scheduler.handlers[op]
+        self._ready.clear()
+        self._scheduled.clear()
+        self.reuse.clear_scheduled()
+        self.forecast.clear()
+        self.tracker.clear_scheduled()
+
+    def restart(self, scheduler: Any, **kwargs: Any) -> None:
+        """``client.restart()``: every scheduled task is gone."""
+        try:
+            self._scheduled.clear()
+            self.reuse.clear_scheduled()
+            self.forecast.clear()
+            self.tracker.clear_scheduled()
+        except Exception:
+            self._hook_failed("restart")
+
+    # the graph, before it runs ----------------------------------------------------------
+    def update_graph(self, scheduler: Any, *, tasks: Any = None, **kwargs: Any) -> None:
+        """A graph (or a batch of futures) arrived: count its ready tasks and next wave, plan its transfers now.
+
+        Called by the scheduler before the graph's first transitions, so a state
+        decided here reaches every worker's stream ahead of the graph's first
+        tasks. Tasks whose dependencies are all in memory are counted as scheduled
+        at once (they are ready), then the next wave: tasks whose dependencies
+        are all ready, running or in memory (one wave only; the rest count when
+        they join it). The forecast plans the transfers their dependencies will
+        make (see :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
+        """
+        if not self._attached or not tasks:
+            return
+        try:
+            known = scheduler.tasks
+            new = []
+            for key in tasks:
+                ts = known.get(key)
+                if (ts is not None and ts.run_spec is not None and ts.state in ("released", "waiting")
+                        and key not in self._scheduled):
+                    new.append(ts)
+            if not new:
+                return
+            if self.expected_transfers:
+                self.forecast.submitted(new)
+            waiting = []
+            for ts in new:
+                if all(dts.state == "memory" for dts in ts.dependencies):
+                    self._enter(ts.key)
+                else:
+                    waiting.append(ts)
+            if self.next_wave:
+                for ts in waiting:  # the dependents of tasks of earlier graphs still running
+                    self._join_wave(ts)
+            self.runtime.evaluate(arrival=True)
+        except Exception:
+            self._hook_failed("update_graph")
+
+    # the event path ---------------------------------------------------------------
+    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
+        """Map one scheduler transition to at most two O(1) tracker events."""
+        if start == finish or not self._attached:
+            return  # e.g. processing -> processing when the finishing worker is already gone
+        try:
+            entry = self._scheduled.get(key)
+            if finish in _ACTIVE:
+                if entry is None:
+                    self._enter(key)
+                elif not entry.ready:  # the next wave became ready: counted already
+                    entry.ready = True
+                    self._became_ready(self.scheduler.tasks[key])
+            elif entry is not None:
+                if finish == "waiting":
+                    return  # counted at submission: it was ready then (see update_graph)
+                del self._scheduled[key]
+                if start == "processing" and finish == "memory":
+                    self._finish(key, entry, True, kwargs)
+                else:  # released, erred, forgotten: it left without a measurement
+                    self._discard(key, entry)
+                if not self._scheduled:
+                    self._settle()
+            elif start == "processing" and finish == "memory":
+                self._finish(key, None, False, kwargs)  # running before asafe was installed
+            elif start == "memory":
+                self.forecast.released(key)  # its planned transfers will not happen
+            else:
+                return
+            self.runtime.maybe_evaluate()
+        except Exception:
+            self._hook_failed("transition")
+            if not self._scheduled:
+                self._settle()
+
+    def _settle(self) -> None:
+        # Nothing is scheduled any more: neither may the tracker count anything.
+        # It can only disagree after a hook raised between the two (the entry
+        # gone, its tracker event not made); set it right once per phase end.
+        # Planned transfers are the forecast's and stay: outputs in memory may
+        # still wait for consumers that are not submitted yet.
+        if self.tracker.scheduled_tasks() or self.reuse.scheduled:
+            self.tracker.clear_scheduled(planned=False)
+            self.reuse.clear_scheduled()
+            self.repairs += 1
+
+    def _type_of(self, ts: Any, ready: bool = True) -> Scheduled:
+        annotations = ts.annotations
+        annotated = annotations.get(ANNOTATION) if annotations else None
+        return Scheduled(resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name,
+                         self._reuse_of(annotations), ready)
+
+    def _reuse_of(self, annotations: Any) -> float | None:
+        # A bad annotation is the user's, made with dask.annotate directly
+        # (asafe.reuse validates): warn once, count, and schedule as undeclared.
+        try:
+            return declared_reuse(annotations)
+        except (TypeError, ValueError) as exc:
+            self.ignored_annotations += 1
+            if self.ignored_annotations == 1:
+                logger.warning("asafe: ignored an asafe_reuse annotation (%s); the task counts as declaring no "
+                               "reuse. Counted in the plugin's ignored_annotations.", exc)
+            return None
+
+    def _enter(self, key: Any, ready: bool = True) -> Scheduled:
+        ts = self.scheduler.tasks[key]
+        entry = self._scheduled[key] = self._type_of(ts, ready)
+        learned = getattr(ts.prefix, "duration_average", None)  # what Dask learned, until measured here
+        if learned is None:
+            count_fallback(self, "prefix-duration", "TaskPrefix.duration_average is missing: a new installation "
+                      "counts a prefix at the default duration until it measures one")
+        self.tracker.add(entry.task_type, entry.prefix, prior=learned)
+        self.reuse.add(entry.reuse)
+        if ready:
+            self._became_ready(ts)
+        return entry
+
+    def _became_ready(self, ts: Any) -> None:
+        # Its output's planned transfers count from now, and its dependents may
+        # now be the next wave. Without the wave, a phase whose first step waits
+        # on one task (a vector every panel reads) showed that task's compute
+        # against the transfers planned for its output: communication, for as
+        # long as the task ran, in a phase that computes.
+        if self.expected_transfers:
+            self.forecast.activate(ts)
+        if self.next_wave:
+            for dts in ts.dependents:
+                self._join_wave(dts)
+
+    def _join_wave(self, ts: Any) -> None:
+        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory."""
+        if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
+            return
+        dependencies = ts.dependencies
+        if len(dependencies) > _WAVE_FAN_IN:
+            return  # O(fan-in) per dependency edge would be quadratic: counted when ready
+        scheduled = self._scheduled
+        for dts in dependencies:
+            if dts.state != "memory":
+                entry = scheduled.get(dts.key)
+                if entry is None or not entry.ready:
+                    return
+        self._enter(ts.key, ready=False)
+
+    def _discard(self, key: Any, entry: Scheduled) -> None:
+        self.tracker.discard(entry.task_type, entry.prefix)
+        self.reuse.remove(entry.reuse, finished=False)
+        ts = self.scheduler.tasks.get(key)
+        if ts is not None:
+            self.forecast.discarded(ts)
+        self.forecast.released(key)
+
+    def _finish(self, key: Any, entry: Scheduled | None, scheduled: bool, kwargs: dict) -> None:
+        ts = self.scheduler.tasks.get(key)
+        if entry is None:
+            if ts is None:
+                return
+            entry = self._type_of(ts)
+        task_type, prefix, declared = entry.task_type, entry.prefix, entry.reuse
+        if scheduled:
+            self.reuse.remove(declared, finished=True)
+        else:
+            self.reuse.finished(declared)
+        compute = 0.0
+        transfers = None
+        for startstop in kwargs.get("startstops") or ():
+            action = startstop.get("action")
+            if action == "compute":
+                compute += startstop["stop"] - startstop["start"]
+            elif action == "transfer":
+                if transfers is None:
+                    transfers = []
+                transfers.append(startstop)
+        sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)  # [logical, wire] if the output reports them
+        if task_type == COMMUNICATION and self.transfer_correction and sizes:
+            compute = uncompressed_seconds(compute, sizes[0], sizes[1], self.link())
+        self.tracker.finish(task_type, prefix, compute, scheduled=scheduled)
+        if ts is not None:
+            nbytes = kwargs.get("nbytes")
+            logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None)
+            self.forecast.finished(ts, kwargs.get("worker"), logical)
+        share = rest = 0.0
+        if transfers and ts is not None:
+            share, rest = self._transfer_seconds(ts, transfers)
+        if share > 0:
+            # This task's share of the batches is learned as its transfer duration;
+            # the rest of the batches' time (the siblings' shares) is measured work
+            # too, so that the window sums every byte moved exactly once. (What
+            # was expected of these transfers was planned by the forecast, and
+            # left the scheduled view when this task finished.)
+            self.tracker.finish(COMMUNICATION, TRANSFER_PREFIX + prefix, share, scheduled=False)
+            if rest > 0:
+                self.tracker.observe(COMMUNICATION, rest)
+
+    def _transfer_seconds(self, ts: Any, transfers: list) -> tuple[float, float]:
+        """This task's share of its measured transfers, and the rest, in corrected seconds.
+
+        A worker fetches the dependencies it lacks from one peer in batches and
+        attaches each batch's time to one dependent task; the worker plugin notes
+        how many tasks the batch served (``asafe-tasks``), and each gets an equal share.
+        """
+        share = rest = 0.0
+        stats = self.transfer_stats
+        for startstop in transfers:
+            seconds = max(startstop["stop"] - startstop["start"], 0.0)
+            wire = startstop.get(STARTSTOP_BYTES)
+            if wire is None:  # no worker plugin saw this transfer: attribute by dependencies
+                count_fallback(self, "unannotated-transfer", "a transfer arrived without the worker plugin's "
+                          "byte annotation; it is charged by its dependencies' sizes")
+                wire, extra = self._dependency_bytes(ts, startstop.get("source"))
+                stats["unannotated"] += 1
+            else:
+                extra = startstop.get(STARTSTOP_EXTRA, 0)
+            self.link.observe(wire, seconds, float(startstop.get(STARTSTOP_CODEC, 0.0) or 0.0))
+            corrected = seconds
+            if self.transfer_correction and extra > 0:
+                corrected = uncompressed_seconds(seconds, wire + extra, wire, self.link())
+            stats["count"] += 1
+            stats["seconds"] += seconds
+            stats["corrected_seconds"] += corrected
+            stats["wire_bytes"] += wire
+            stats["logical_bytes"] += wire + extra
+            served = max(int(startstop.get(STARTSTOP_TASKS, 1) or 1), 1)
+            share += corrected / served
+            rest += corrected - corrected / served
+        return share, rest
+
+    def _dependency_bytes(self, ts: Any, source_address: str | None) -> tuple[int, int]:
+        """Wire bytes and bytes saved of ``ts``'s dependencies held by the source worker."""
+        source = self.scheduler.workers.get(source_address)
+        wire = extra = 0
+        if source is None:
+            return wire, extra
+        for dts in ts.dependencies:
+            if source in (dts.who_has or ()):
+                metadata = dts.metadata
+                sizes = metadata.get(METADATA_KEY) if metadata else None
+                if sizes:
+                    wire += sizes[1]
+                    extra += max(sizes[0] - sizes[1], 0)
+                else:
+                    wire += max(dts.nbytes, 0)
+        return wire, extra
+
+    def _worker_count(self) -> int:
+        return len(self.scheduler.workers) if self.scheduler is not None else 1
+
+    def _local_worker_pids(self) -> list[int]:
+        """Processes of the workers on the scheduler's host (the run's own cpu load, see SystemSignals)."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return []
+        return [ws.pid for ws in list(scheduler.workers.values())
+                if getattr(ws, "pid", None) and ws.host in self._local_hosts]
+
+    def _scheduler_bandwidth(self) -> float | None:
+        # The link estimate's last resort (see asafe.schedulers.bandwidth).
+        bandwidth = getattr(self.scheduler, "bandwidth", None)
+        if bandwidth is None:
+            count_fallback(self, "scheduler.bandwidth", "the scheduler has no bandwidth estimate; transfers "
+                           "are not corrected until one is measured")
+        return bandwidth
+
+    def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
+        """A worker left: stop pushing to it; drop entries of tasks no longer scheduled.
+
+        The scheduler has already released the tasks that were processing there
+        (``processing -> released`` reached :meth:`transition`), so the sweep
+        normally finds nothing; it is O(scheduled tasks), once per lost worker.
+        """
+        try:
+            self._ready.discard(worker)
+            tasks = scheduler.tasks
+            for key, entry in list(self._scheduled.items()):
+                ts = tasks.get(key)
+                if ts is None or (ts.state not in _ACTIVE and ts.state != "waiting"):
+                    del self._scheduled[key]
+                    self._discard(key, entry)
+            self.runtime.maybe_evaluate()
+        except Exception:
+            self._hook_failed("remove_worker")
+
+    def add_worker(self, scheduler: Any, worker: str) -> None:
+        """A worker joined. It receives the states when its plugin says hello (see the module docstring)."""
+
+    # states to workers --------------------------------------------------------------
+    def _push(self, states: dict[str, bool], transitions: list) -> None:
+        self._version += 1
+        message = {
+            "op": STATES_OP,
+            "token": self.token,
+            "version": self._version,
+            "states": states,
+            "time": transitions[-1].time if transitions else time.time(),
+        }
+        stream_comms = self.scheduler.stream_comms if self.scheduler is not None else {}
+        for address in list(self._ready):
+            comm = stream_comms.get(address)
+            if comm is None:
+                self._ready.discard(address)
+                continue
+            try:
+                comm.send(message)
+            except Exception:  # a closed stream: the scheduler removes that worker itself
+                self._ready.discard(address)
+
+    # handlers (RPC from workers and clients) ----------------------------------------------
+    def hello(self, worker: str | None = None, token: str | None = None) -> dict[str, Any]:
+        """A worker plugin's hello: mark it as a receiver and send the current states."""
+        if worker is not None and worker in self.scheduler.workers:
+            self._ready.add(worker)
+        return {"token": self.token, "version": self._version, "states": self.runtime.states, "time": time.time()}
+
+    def set_state(self, name: str, state: bool) -> dict[str, Any]:
+        """Force a state (scripts, benchmarks); it is recorded and pushed like any transition."""
+        self.runtime.set_state(name, bool(state))
+        return {"states": self.runtime.states, "version": self._version}
+
+    def uninstall(self) -> dict[str, Any]:
+        """Detach and remove this plugin from the scheduler."""
+        self.detach()
+        if self.scheduler is not None and self.scheduler.plugins.get(NAME) is self:
+            self.scheduler.remove_plugin(NAME)
+        logger.info("asafe: scheduler plugin uninstalled")
+        return {"uninstalled": True, "token": self.token}
+
+    def info(self, what: list[str] | None = None) -> dict[str, Any]:
+        """What a :class:`~asafe.schedulers.distributed.RuntimeHandle` reads, as plain data."""
+        what = set(what or ("states", "mode"))
+        rt = self.runtime
+        out: dict[str, Any] = {"token": self.token}
+        if "states" in what:
+            out["states"] = rt.states
+        if "mode" in what:
+            out["mode"] = _mode_data(rt.mode)
+        if "history" in what:
+            out["history"] = [[t.time, t.optimization, t.old, t.new, *_mode_data(t.mode)] for t in rt.history]
+        if "timeline" in what:
+            out["timeline"] = [[when, *_mode_data(mode)] for when, mode in rt.timeline]
+        if "errors" in what:
+            out["errors"] = [list(e) for e in rt.errors]
+        if "tracker" in what:
+            tracker = rt.tracker
+            out["tracker"] = {
+                "finished": tracker.finished,
+                "scheduled": tracker.scheduled_work(),
+                "measured": tracker.measured_work(),
+                "tasks": len(self._scheduled),
+                "next_wave": sum(1 for entry in self._scheduled.values() if not entry.ready),
+                "rejected": dict(tracker.rejected),
+            }
+        if "fallbacks" in what:
+            out["fallbacks"] = dict(self.fallbacks)
+        if "plugin" in what:
+            out["plugin"] = {
+                "workers": sorted(self._ready),
+                "version": self._version,
+                "bandwidth": self.link.measured,
+                "transfer_correction": self.transfer_correction,
+                "expected_transfers": self.expected_transfers,
+                "transfers": dict(self.transfer_stats),
+                "forecast": {"planned_seconds": self.forecast.planned, "outputs": len(self.forecast),
+                             "output_bytes": dict(self.forecast.output_bytes),
+                             "shipped": dict(self.forecast.shipped)},
+                "errors": [list(e) for e in self.plugin_errors],
+                "fallbacks": dict(self.fallbacks),
+                "repairs": self.repairs,
+                "reuse": {"value": self.reuse.value, "scheduled": self.reuse.scheduled,
+                          "ignored_annotations": self.ignored_annotations},
+            }
+        return out
+
+    # failures -----------------------------------------------------------------------
+    def _hook_failed(self, hook: str) -> None:
+        # Log the first failure of each hook with its traceback, then only count:
+        # a hook failing on every event would otherwise flood the scheduler's log.
+        import sys
+
+        exc = sys.exc_info()[1]
+        self.plugin_errors.append(PluginError(time.time(), hook, f"{type(exc).__name__}: {exc}"))
+        if hook not in self._failed_hooks:
+            self._failed_hooks.add(hook)
+            logger.exception("asafe: the scheduler plugin's %s hook raised; scheduling goes on", hook)
+
+    def __repr__(self) -> str:
+        return f"<AdaptiveSchedulerPlugin {self.token[:8]} {self.runtime!r}>"
+
+
+
+
+def _local_hosts() -> frozenset:
+    """Names and addresses of this host, as a worker's ``host`` may read."""
+    import socket
+
+    import psutil
+
+    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
+    try:
+        for addresses in psutil.net_if_addrs().values():
+            names.update(a.address for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6))
+    except Exception:  # pragma: no cover - psutil without access to the interfaces
+        pass
+    return frozenset(names)
+
+
+def _logical_size(ts: "TaskState") -> float:
+    """Logical (uncompressed-equivalent) bytes of a task output in memory."""
+    metadata = ts.metadata
+    sizes = metadata.get(METADATA_KEY) if metadata else None
+    return float(sizes[0]) if sizes else float(max(ts.nbytes, 0))
+
+
+def _mode_data(mode: Any) -> list:
+    return [mode.shares, mode.signals]

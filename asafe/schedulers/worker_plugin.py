@@ -1,0 +1,306 @@
+"""The worker plugin: the states where tasks read them, and the sizes of what a worker made and received.
+
+:class:`AdaptiveWorkerPlugin` runs on every worker of a cluster where asafe is
+installed. It receives the scheduler plugin's state pushes (a stream handler,
+and a hello RPC on arrival and every few seconds to repair a lost push) and
+publishes them to :mod:`asafe.schedulers.board`, where :func:`asafe.is_on` reads
+them without a round trip. It records ``[logical, wire]`` sizes of task outputs
+that report them in the task's metadata, and annotates each batch of received
+data with its bytes and the bytes compression saved in it, so that the
+scheduler charges transfers in uncompressed-equivalent seconds (the
+Architecture page, "The cluster plugins", tells the whole protocol).
+
+Like every hook of distributed's plugins, these never raise into the worker: a
+failure is logged once per hook and the worker goes on.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from . import board, wire
+from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
+                       STATES_OP, count_fallback, last_items, logger, output_nbytes, plugin_settings)
+
+__all__ = ["AdaptiveWorkerPlugin"]
+
+# Outputs that are containers are looked through up to this many items.
+_MAX_ITEMS = 4096
+
+
+class AdaptiveWorkerPlugin(WorkerPlugin):
+    """Keeps a worker's :func:`asafe.is_on` answers current, and reports output sizes.
+
+    Parameters
+    ----------
+    token : str, optional
+        The installation whose pushes this worker accepts (default: the first it
+        hears from).
+    record_sizes : bool, optional
+        Record ``[logical, wire]`` sizes of task outputs in the task metadata
+        (see the module docstring). Default ``asafe.distributed.record-sizes``.
+
+    Attributes
+    ----------
+    receipts : deque of (version, decision time, arrival time)
+        One entry per state update applied on this worker (``time.time()``
+        seconds; the difference is the propagation delay on one host).
+    """
+
+    name = NAME
+    idempotent = False
+    #: Seconds between two resyncs: the worker asks the scheduler for the current
+    #: states (the hello RPC, a few hundred bytes), so that a lost push is repaired
+    #: within this bound (pushes carry every state, so any later push repairs too).
+    resync_interval = 2.0
+
+    def __init__(self, token: str | None = None, record_sizes: bool | None = None) -> None:
+        self.token = token
+        self.record_sizes = plugin_settings()["record_sizes"] if record_sizes is None else bool(record_sizes)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.worker: Any = None
+        self.version = -1
+        self.receipts: deque[tuple[int, float, float]] = deque(maxlen=100_000)
+        self._hello_task: asyncio.Future | None = None
+        self._resync_task: asyncio.Future | None = None
+        self.repaired = 0  # resyncs that found this worker behind (a push was lost)
+        self._orphaned = False  # the scheduler has no asafe plugin
+        self._failed_hooks: set[str] = set()
+        self._published = False
+        self._batch: tuple[dict, dict | None] | None = None  # the last received batch and its startstop
+        #: Annotated transfers whose task left this worker without reporting; they
+        #: leave with the next task that finishes here (see the module docstring).
+        self.unreported: list[dict] = []
+        self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"token": self.token, "record_sizes": self.record_sizes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset()
+
+    async def setup(self, worker: Any) -> None:
+        """Install the stream handler, then say hello (now if registered, else once registered)."""
+        from distributed.worker import WORKER_ANY_RUNNING
+
+        self.worker = worker
+        wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
+        worker.stream_handlers[STATES_OP] = self.receive
+        if worker.status in WORKER_ANY_RUNNING:
+            await self._hello()  # install() returns with the states in place
+        else:  # a --preload runs before the worker has registered with its scheduler
+            self._hello_task = asyncio.ensure_future(self._hello_when_registered())
+        self._resync_task = asyncio.ensure_future(self._resync())
+
+    def teardown(self, worker: Any) -> None:
+        """Stop listening (a no-op handler stays: a late push must not close the stream)."""
+        for task in (self._hello_task, self._resync_task):
+            if task is not None:
+                task.cancel()
+        if worker.stream_handlers.get(STATES_OP) == self.receive:
+            worker.stream_handlers[STATES_OP] = _ignore
+        if self._published:
+            board.clear()
+            self._published = False
+
+    async def _hello_when_registered(self) -> None:
+        from distributed.core import Status
+        from distributed.worker import WORKER_ANY_RUNNING
+
+        worker = self.worker
+        while worker.status not in WORKER_ANY_RUNNING:
+            if worker.status in (Status.closing, Status.closed, Status.failed):
+                return
+            await asyncio.sleep(0.05)
+        await self._hello()
+
+    async def _resync(self) -> None:
+        from distributed.core import Status
+        from distributed.worker import WORKER_ANY_RUNNING
+
+        while True:
+            await asyncio.sleep(self.resync_interval)
+            status = self.worker.status
+            if status in (Status.closing, Status.closed, Status.failed) or self._orphaned:
+                return
+            if status in WORKER_ANY_RUNNING and self.version >= 0:
+                if await self._hello(quiet=True):  # the reply was newer than what this worker had
+                    self.repaired += 1
+                    logger.info("asafe: worker %s was behind (a state push was lost); resynced to version %d",
+                                self.worker.address, self.version)
+
+    async def _hello(self, quiet: bool = False) -> bool:
+        """Ask the scheduler for the current states; whether they were newer than this worker's."""
+        try:
+            reply = await self.worker.scheduler.asafe_hello(worker=self.worker.address, token=self.token)
+        except Exception as exc:
+            if not quiet:
+                logger.warning("asafe: worker %s could not reach the asafe scheduler plugin: %s",
+                               self.worker.address, exc)
+            return False
+        if not reply:  # the scheduler has no asafe plugin (it logged "No handler asafe_hello")
+            self._orphaned = True  # the resync stops: no hello every few seconds to log "No handler"
+            if not quiet:
+                logger.warning(
+                    "asafe: the scheduler of worker %s has no asafe plugin; asafe.is_on() answers False "
+                    "(start the scheduler with --preload asafe.preload or call asafe.install)",
+                    self.worker.address,
+                )
+            return False
+        return self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
+
+    def receive(self, token: str | None = None, version: int = 0, states: dict | None = None,
+                time: float | None = None, **kwargs: Any) -> None:
+        """Stream handler of state pushes; never raises (a raise would close the stream)."""
+        try:
+            self._apply(token, version, states or {}, time)
+        except Exception:
+            self._hook_failed("receive")
+
+    def _apply(self, token: str | None, version: int, states: dict, sent: float | None) -> bool:
+        if self.token is None:
+            self.token = token
+        elif token != self.token:
+            return False  # a push of a replaced installation
+        if version <= self.version:
+            return False  # older than what this worker has (a hello reply overtaken by a push)
+        self.version = version
+        board.publish(states)
+        self._published = True
+        self.receipts.append((version, sent or 0.0, _now()))
+        return True
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        """Record output sizes (``executing -> memory``) and received bytes (``flight -> memory``).
+
+        A task released before it reported gives up its annotated transfers; the
+        next task to finish takes them (see the module docstring).
+        """
+        if not self.record_sizes:
+            return
+        try:
+            if finish == "memory" and start == "flight":
+                self._received(key)
+            elif finish == "memory" and start in ("executing", "long-running"):
+                ts = self.worker.state.tasks[key]
+                sizes = output_nbytes(self._value(key))
+                if sizes is not None:
+                    ts.metadata[METADATA_KEY] = list(sizes)
+                if self.unreported:  # the task-finished message holds this same list: sent after this hook
+                    ts.startstops.extend(self.unreported)
+                    self.unreported = []
+            elif finish == "released" and start != "memory":  # it never finished here: nothing was reported
+                ts = self.worker.state.tasks.get(key)
+                if ts is not None:
+                    self._give_up_transfers(ts)
+        except Exception:
+            self._hook_failed("transition")
+
+    def _give_up_transfers(self, ts: Any) -> None:
+        """Move ``ts``'s annotated transfers to :attr:`unreported` (it will not report them)."""
+        kept = [s for s in ts.startstops if STARTSTOP_BYTES not in s]
+        if len(kept) < len(ts.startstops):
+            self.unreported.extend(s for s in ts.startstops if STARTSTOP_BYTES in s)
+            ts.startstops[:] = kept
+
+    def _value(self, key: Any) -> Any:
+        data = self.worker.data
+        fast = getattr(data, "fast", None)  # a SpillBuffer: never unspill to look
+        try:
+            return (data if fast is None else fast)[key]
+        except KeyError:
+            return None
+
+    def _received(self, key: Any) -> None:
+        # The worker measured this batch (``transfer_incoming_log``: keys, total
+        # bytes, start, source) and attached one ``transfer`` startstop to one
+        # dependent task (``Worker._get_cause``). Annotate that startstop with the
+        # batch's bytes and with the bytes compression saved, so that the
+        # scheduler charges exactly the transfer that moved them.
+        record = None
+        log = getattr(self.worker, "transfer_incoming_log", None)
+        if log is None:
+            count_fallback(self, "worker.transfer_incoming_log", "the worker keeps no transfer log; transfers "
+                      "reach the scheduler unannotated")
+            return
+        for candidate in last_items(log, 8):
+            if not isinstance(candidate, Mapping) or not {"keys", "total", "start", "who"} <= candidate.keys():
+                count_fallback(self, "worker.transfer_incoming_log-format", "the worker's transfer log entries "
+                          "lack keys/total/start/who; transfers reach the scheduler unannotated")
+                return
+            if key in candidate["keys"]:
+                record = candidate
+                break
+        if record is None:
+            return
+        if self._batch is not None and self._batch[0] is record:
+            startstop = self._batch[1]
+        else:
+            holder, startstop = self._find_startstop(record)
+            self._batch = (record, startstop)
+            if startstop is not None:
+                # wire-compression: the batch in uncompressed-equivalent bytes, and the codec's share of its time
+                saved, codec_seconds = wire.take_received()
+                startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
+                if saved:
+                    startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
+                if codec_seconds:
+                    startstop[STARTSTOP_CODEC] = codec_seconds
+                startstop[STARTSTOP_TASKS] = self._served(record)
+                if holder.state in ("memory", "released"):  # a fetched key that had no dependent here
+                    self._give_up_transfers(holder)
+        if startstop is None:
+            return
+        sizes = output_nbytes(self._value(key))
+        if sizes is not None and sizes[0] > sizes[1]:
+            startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + sizes[0] - sizes[1]
+
+    def _served(self, record: dict) -> int:
+        tasks = self.worker.state.tasks
+        served = set()
+        for k in record["keys"]:
+            ts = tasks.get(k)
+            if ts is not None:
+                served.update(ts.dependents)
+                if len(served) > _MAX_ITEMS:
+                    break
+        return max(len(served), 1)
+
+    def _find_startstop(self, record: dict) -> tuple[Any, dict | None]:
+        """The task that holds this batch's ``transfer`` startstop, and the startstop (``(None, None)``)."""
+        tasks = self.worker.state.tasks
+        start, source = record["start"], record["who"]
+        for k in record["keys"]:
+            ts = tasks.get(k)
+            if ts is None:
+                continue
+            for candidate in (*ts.dependents, ts):
+                for startstop in last_items(candidate.startstops, 4):
+                    if (startstop.get("action") == "transfer" and startstop.get("start") == start
+                            and startstop.get("source") == source):
+                        return candidate, startstop
+        return None, None
+
+    def _hook_failed(self, hook: str) -> None:
+        if hook not in self._failed_hooks:
+            self._failed_hooks.add(hook)
+            logger.exception("asafe: the worker plugin's %s hook raised; the worker goes on", hook)
+
+    def __repr__(self) -> str:
+        return f"<AdaptiveWorkerPlugin token={str(self.token)[:8]} version={self.version}>"
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _ignore(**kwargs: Any) -> None:
+    """The handler left behind on teardown: a push still in flight is dropped."""
