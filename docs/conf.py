@@ -83,5 +83,6 @@ html_sidebars = {
     "concepts": [],
     "deployment": [],
     "performance": [],
+    "benchmarking": [],
 }
 html_static_path: list[str] = []
