@@ -84,5 +84,6 @@ html_sidebars = {
     "deployment": [],
     "performance": [],
     "benchmarking": [],
+    "performance-history": [],
 }
 html_static_path: list[str] = []
