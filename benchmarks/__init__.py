@@ -11,5 +11,5 @@ Modules:
 * one module per suite (``overhead``; ``kernels``, ``phased``, ``paper`` as they are
   added), each with ``main(argv) -> int``; :mod:`benchmarks.__main__` dispatches.
 
-The rules every number follows are in ``BENCHMARKING.md`` of the project.
+The rules every number follows are in ``docs/benchmarking.rst`` of the project.
 """

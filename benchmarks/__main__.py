@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
              for name, help_ in suites.items()]
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Run an asafe benchmark suite (rules: /work/shared/BENCHMARKING.md).",
+        description="Run an asafe benchmark suite (rules: docs/benchmarking.rst).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="suites:\n" + "\n".join(lines) + (
             "\n\noptions every suite accepts (see python -m benchmarks SUITE --help):\n"

@@ -1,7 +1,7 @@
 """The benchmark harness: measure variants side by side, compare, record, report.
 
 Every suite (``kernels``, ``phased``, ``overhead``, ``paper``) measures with this
-module, so each number obeys ``/work/shared/BENCHMARKING.md`` (after Hoefler &
+module, so each number obeys ``docs/benchmarking.rst`` (after Hoefler &
 Belli, "Scientific benchmarking of parallel computing systems", SC15; see
 ``/work/shared/seeds/``). The statistics live in :mod:`asafe.app.stats`, the one statistics
 module that ``asafe demo`` uses too; this module adds the clock, the bookkeeping

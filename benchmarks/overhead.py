@@ -6,7 +6,7 @@ Headline (sections ``threads`` and ``sync``)
     ``dask.compute`` of one graph of 20,000 trivial tasks, built once and reused:
     10,000 ``inc(i)`` leaves, a binary tree of 9,999 ``add`` tasks reducing them,
     and one final ``inc``. Two variants are measured side by side, interleaved, on
-    the same graph (rules 5 and 7 of ``BENCHMARKING.md``: whole ``dask.compute``
+    the same graph (rules 5 and 7 of ``docs/benchmarking.rst``: whole ``dask.compute``
     call, graph handling included):
 
     * ``plain``: ``dask.compute(total, scheduler=S)``;

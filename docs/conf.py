@@ -83,5 +83,7 @@ html_sidebars = {
     "concepts": [],
     "deployment": [],
     "performance": [],
+    "benchmarking": [],
+    "performance-history": [],
 }
 html_static_path: list[str] = []

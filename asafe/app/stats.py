@@ -9,7 +9,7 @@ and whether the tree was dirty). Apart from :func:`environment`, everything take
 plain sequences of numbers and returns numbers, so each rule can be tested
 against known distributions (``tests/test_bench_stats.py``). The choices follow Hoefler & Belli, "Scientific benchmarking of parallel computing
 systems" (SC15), rules 5, 6 and 8 (``/work/shared/seeds/``), and the project's
-``BENCHMARKING.md``:
+``docs/benchmarking.rst``:
 
 Central value: the median
     Timings are right-skewed (interference only ever adds time), so the mean is
@@ -37,7 +37,7 @@ Spread: IQR / median
     :func:`spread` is the interquartile range divided by the median: robust to the
     few large outliers a shared machine produces, and comparable across sizes. A
     result is *unstable* (:func:`instability`) when it exceeds 10% of the median
-    (``BENCHMARKING.md``) or when the confidence target was not reached.
+    (``docs/benchmarking.rst``) or when the confidence target was not reached.
 
 Ratio of two medians: percentile bootstrap, fixed seed
     :func:`ratio_ci` resamples both sample sets independently (2000 resamples,
