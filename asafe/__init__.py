@@ -3,7 +3,8 @@
 Tasks carry a *type* (:data:`COMPUTE`, :data:`COMMUNICATION`, or any name); the
 scheduler turns the scheduled and measured tasks into a :class:`ModeVector`; each
 :class:`Optimization` has an efficiency domain (such as :class:`Hysteresis`) that
-switches it from that vector; tasks ask :func:`is_on`.
+sets its state from that vector (on/off, or a value such as a codec); tasks ask
+:func:`is_on` and :func:`state`.
 
 The package is laid out in rooms that follow the flow of a task event (the
 Architecture page draws it):
@@ -21,13 +22,13 @@ Architecture page draws it):
 Everything a user imports is exported here; the rooms' modules are private.
 """
 from .core import config  # registers the dask.config defaults first
-from .core.domains import AllOf, AnyOf, AtLeast, EfficiencyDomain, Hysteresis
+from .core.domains import AllOf, AnyOf, AtLeast, Bands, EfficiencyDomain, Fixed, Gated, Hysteresis
 from .core.mode import ModeVector
 from .core.reuse import reuse
 from .core.runtime import AdaptiveRuntime, Optimization, Transition
 from .core.tracker import ModeTracker
 from .core.types import COMMUNICATION, COMPUTE, task_type, typed
-from .schedulers.board import is_on
+from .schedulers.board import is_on, state
 from .schedulers.distributed import attach, install
 from .schedulers.local import adaptive
 
@@ -46,11 +47,15 @@ __all__ = [
     "AtLeast",
     "AllOf",
     "AnyOf",
+    "Bands",
+    "Gated",
+    "Fixed",
     "Optimization",
     "Transition",
     "AdaptiveRuntime",
     "adaptive",
     "is_on",
+    "state",
     "install",
     "attach",
     "__version__",

@@ -50,8 +50,9 @@ def test_optimization_bad_input():
         Optimization("", Hysteresis(0.5, 2.0))
     with pytest.raises(TypeError, match="decide"):
         Optimization("x", object())
-    with pytest.raises(TypeError, match="True or False"):
-        Optimization("x", Hysteresis(0.5, 2.0), initial="yes")
+    for bad in (None, "", 0.5, ["lz4"]):  # a state is a bool, an int or a non-empty str
+        with pytest.raises(TypeError, match="must be a state: True/False, an int or a non-empty str"):
+            Optimization("x", Hysteresis(0.5, 2.0), initial=bad)
     with pytest.raises(ValueError, match=r"repeated: \['x'\]"):
         runtime(Optimization("x", Hysteresis(0, 1)), Optimization("x", Hysteresis(0, 1)))
     with pytest.raises(TypeError, match="asafe.Optimization"):

@@ -22,8 +22,9 @@ from typing import Any
 
 from . import validate
 from .mode import ModeVector
+from .states import check_state, same
 
-__all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf"]
+__all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf", "Fixed", "Bands", "Gated", "build_domain"]
 
 
 class EfficiencyDomain:
@@ -170,18 +171,8 @@ class _Combined(EfficiencyDomain):
     """Domains built from a list of domains or configuration entries."""
 
     def __init__(self, domains: list) -> None:
-        from .config import import_by_path
-
         name = type(self).__name__
-        built = []
-        for i, part in enumerate(domains or ()):
-            if isinstance(part, dict):
-                if set(part) - {"domain", "kwargs"} or "domain" not in part:
-                    raise ValueError(f"{name} domains[{i}] must be a domain or {{'domain', 'kwargs'}}, got {part!r}")
-                part = import_by_path(part["domain"])(**(part.get("kwargs") or {}))
-            if not callable(getattr(part, "decide", None)):
-                raise TypeError(f"{name} domains[{i}] has no decide(mode, state): {part!r}")
-            built.append(part)
+        built = [build_domain(part, f"{name} domains[{i}]") for i, part in enumerate(domains or ())]
         if not built:
             raise ValueError(f"{name} needs at least one domain")
         self.domains = built
@@ -248,6 +239,143 @@ class AnyOf(_Combined):
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
         return any(domain.decide(mode, state) for domain in self.domains)
+
+
+class Fixed(EfficiencyDomain):
+    """Always the same state: a static setting, written as a domain.
+
+    For comparisons against the adaptive rule (every static setting of an
+    optimization is a ``Fixed`` domain) and for deployments that pin a state.
+
+    Examples
+    --------
+    >>> Fixed("zstd").decide(ModeVector({"compute": 1}), False)
+    'zstd'
+    """
+
+    def __init__(self, state: Any) -> None:
+        self.state = check_state(state, "Fixed(state)")
+
+    def decide(self, mode: ModeVector, state: Any) -> Any:
+        return self.state
+
+    def __repr__(self) -> str:
+        return f"Fixed({self.state!r})"
+
+
+class Bands(EfficiencyDomain):
+    """One state per band of a metric, each edge widened by a margin of hysteresis.
+
+    ``states[i]`` is asked for while the metric lies between ``edges[i - 1]``
+    and ``edges[i]``. A state already in force is kept until the metric leaves
+    its band by more than ``margin`` (a fraction of the edge), so a metric that
+    wanders around an edge does not switch between the two neighbours at every
+    evaluation. ``nan`` (an unknown metric) keeps the state.
+
+    Parameters
+    ----------
+    metric : str
+        A mode signal (``"bandwidth"``), ``"ratio"`` or a task type's share.
+    edges : list of float
+        Increasing band edges.
+    states : list
+        ``len(edges) + 1`` states (bools, ints or strs), from the lowest band up.
+    margin : float
+        Hysteresis around each edge, as a fraction of it (0 to 1).
+
+    Examples
+    --------
+    >>> codec = Bands("bandwidth", edges=[200e6], states=["zstd", "lz4"], margin=0.2)
+    >>> codec.decide(ModeVector({}, bandwidth=120e6), False)
+    'zstd'
+    >>> codec.decide(ModeVector({}, bandwidth=220e6), "zstd")  # within the margin: kept
+    'zstd'
+    >>> codec.decide(ModeVector({}, bandwidth=260e6), "zstd")
+    'lz4'
+    """
+
+    def __init__(self, metric: str, edges: list, states: list, margin: float = 0.1) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise validate.InvalidSetting(f"metric must be a non-empty str such as 'bandwidth', got {metric!r}")
+        self.metric = metric
+        self.edges = [_threshold(f"edges[{i}]", edge) for i, edge in enumerate(edges or ())]
+        if any(b <= a for a, b in zip(self.edges, self.edges[1:])):
+            raise validate.InvalidSetting(f"Bands needs increasing edges, got {list(edges)!r}")
+        self.states = [check_state(state, f"states[{i}]") for i, state in enumerate(states or ())]
+        if len(self.states) != len(self.edges) + 1:
+            raise validate.InvalidSetting(f"Bands needs one state more than edges: {len(self.edges)} edges, "
+                                          f"{len(self.states)} states")
+        self.margin = validate.number(margin, "margin", minimum=0, maximum=1)
+
+    def decide(self, mode: ModeVector, state: Any) -> Any:
+        value = mode.metric(self.metric)
+        if math.isnan(value):
+            return state
+        band = sum(value >= edge for edge in self.edges)
+        current = next((i for i, known in enumerate(self.states) if same(known, state)), None)
+        if current is None or current == band:
+            return self.states[band]
+        low = self.edges[current - 1] * (1 - self.margin) if current > 0 else -math.inf
+        high = self.edges[current] * (1 + self.margin) if current < len(self.edges) else math.inf
+        return state if low <= value <= high else self.states[band]
+
+    def __repr__(self) -> str:
+        return f"Bands({self.metric!r}, edges={self.edges}, states={self.states}, margin={self.margin})"
+
+
+class Gated(EfficiencyDomain):
+    """Off while a gate says off; otherwise the state another domain chooses.
+
+    The gate is an on/off domain (a :class:`Hysteresis`, an :class:`AllOf`)
+    that sees whether the optimization is on now; ``then`` chooses which state
+    "on" is (a :class:`Bands` of codecs, of thread counts).
+
+    Parameters
+    ----------
+    gate, then : domain or configuration entry
+        Domains, or ``{"domain": dotted.path, "kwargs": {...}}``.
+    off : bool, int or str
+        The state while the gate is off (default ``False``).
+
+    Examples
+    --------
+    >>> wire = Gated(Hysteresis(0.5, 2.0), Bands("bandwidth", [200e6], ["zstd", "lz4"]))
+    >>> wire.decide(ModeVector({"compute": 1, "communication": 4}, bandwidth=1e8), False)
+    'zstd'
+    >>> wire.decide(ModeVector({"compute": 4, "communication": 1}, bandwidth=1e8), "zstd")
+    False
+    """
+
+    def __init__(self, gate: Any, then: Any, off: Any = False) -> None:
+        self.gate = build_domain(gate, "Gated gate")
+        self.then = build_domain(then, "Gated then")
+        self.off = check_state(off, "Gated off")
+
+    def decide(self, mode: ModeVector, state: Any) -> Any:
+        on = not same(state, self.off)
+        if not self.gate.decide(mode, on):
+            return self.off
+        return self.then.decide(mode, state if on else self.off)
+
+    def __repr__(self) -> str:
+        return f"Gated({self.gate!r}, {self.then!r}, off={self.off!r})"
+
+
+def build_domain(part: Any, where: str) -> Any:
+    """A domain from a domain or a configuration entry ``{"domain": dotted.path, "kwargs": {...}}``.
+
+    >>> build_domain({"domain": "asafe.Hysteresis", "kwargs": {"alpha": 1, "beta": 2}}, "domain")
+    Hysteresis(alpha=1.0, beta=2.0, metric='ratio')
+    """
+    from .config import import_by_path
+
+    if isinstance(part, dict):
+        if set(part) - {"domain", "kwargs"} or "domain" not in part:
+            raise ValueError(f"{where} must be a domain or {{'domain', 'kwargs'}}, got {part!r}")
+        part = import_by_path(part["domain"])(**(part.get("kwargs") or {}))
+    if not callable(getattr(part, "decide", None)):
+        raise TypeError(f"{where} has no decide(mode, state): {part!r}")
+    return part
 
 
 def _threshold(name: str, value: Any) -> float:

@@ -26,6 +26,7 @@ from . import validate
 from .domains import EfficiencyDomain
 from .mode import ModeVector
 from .signals import SystemSignals
+from .states import check_state, same as _same
 from .tracker import ModeTracker
 from .types import validate_type
 
@@ -39,8 +40,8 @@ class Transition(NamedTuple):
 
     time: float  #: seconds since the epoch (``time.time()``)
     optimization: str
-    old: bool
-    new: bool
+    old: Any  #: ``True``/``False``, or a value (a codec, a thread count)
+    new: Any
     mode: ModeVector  #: the mode that caused it
 
     def as_dict(self) -> dict[str, Any]:
@@ -66,13 +67,18 @@ class DomainError(NamedTuple):
 class Optimization:
     """A named optimization switched by an efficiency domain.
 
+    Its state is on/off (``True``/``False``) or a value: a codec name, a thread
+    count -- whatever its domain returns (a bool, an int or a str). Library
+    code reads it with :func:`asafe.is_on` (not off) or :func:`asafe.state`
+    (the value).
+
     Parameters
     ----------
     name : str
         The name library code asks about with :func:`asafe.is_on`.
     domain : EfficiencyDomain or object with ``decide(mode, state)``
         The rule that decides the state.
-    initial : bool
+    initial : bool, int or str
         State before the first decision.
 
     Examples
@@ -82,7 +88,7 @@ class Optimization:
     Optimization('compression', Hysteresis(alpha=0.5, beta=2.0, metric='ratio'), initial=False)
     """
 
-    def __init__(self, name: str, domain: EfficiencyDomain, initial: bool = False) -> None:
+    def __init__(self, name: str, domain: EfficiencyDomain, initial: Any = False) -> None:
         if not isinstance(name, str) or not name.strip():
             raise TypeError(f"an optimization name must be a non-empty str, got {name!r}")
         if not callable(getattr(domain, "decide", None)):
@@ -90,8 +96,7 @@ class Optimization:
                 f"the domain of optimization {name!r} must have a decide(mode, state) method, "
                 f"got {type(domain).__name__}"
             )
-        if not isinstance(initial, bool):
-            raise TypeError(f"initial state of {name!r} must be True or False, got {initial!r}")
+        initial = check_state(initial, f"initial state of {name!r}")
         self.name = name
         self.domain = domain
         self.initial = initial
@@ -193,7 +198,7 @@ class AdaptiveRuntime:
         self._history: deque[Transition] = deque(maxlen=size)
         self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
         self._errors: deque[DomainError] = deque(maxlen=size)
-        self._subscribers: list[Callable[[dict[str, bool], list[Transition]], None]] = []
+        self._subscribers: list[Callable[[dict[str, Any], list[Transition]], None]] = []
         self._mode = ModeVector()
         self._failing: set[str] = set()
         self._failing_sources: set[str] = set()
@@ -206,7 +211,7 @@ class AdaptiveRuntime:
         """The mode vector of the latest evaluation."""
         return self._mode
 
-    def state(self, name: str) -> bool:
+    def state(self, name: str) -> Any:
         """Current state of one optimization (KeyError listing the known names)."""
         try:
             return self._states[name]
@@ -214,7 +219,7 @@ class AdaptiveRuntime:
             raise KeyError(f"unknown optimization {name!r}; known: {sorted(self._states)}") from None
 
     @property
-    def states(self) -> dict[str, bool]:
+    def states(self) -> dict[str, Any]:
         """A copy of every optimization's state."""
         return dict(self._states)
 
@@ -234,7 +239,7 @@ class AdaptiveRuntime:
         return list(self._errors)
 
     # wiring ---------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[dict[str, bool], list[Transition]], None]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[dict[str, Any], list[Transition]], None]) -> Callable[[], None]:
         """Call ``callback(states, transitions)`` after every evaluation that changed a state.
 
         Returns a function that unsubscribes. A failing subscriber is logged and
@@ -302,14 +307,15 @@ class AdaptiveRuntime:
             values[name] = value
         return values
 
-    def set_state(self, name: str, state: bool) -> None:
+    def set_state(self, name: str, state: Any) -> None:
         """Force a state (recorded as a transition); used to restore or script runs."""
         self.state(name)
+        state = check_state(state, f"the state of {name!r}")
         with self._lock:
             old = self._states[name]
-            if old == bool(state):
+            if _same(old, state):
                 return
-            transition = Transition(time.time(), name, old, bool(state), self._mode)
+            transition = Transition(time.time(), name, old, state, self._mode)
             self._apply([transition])
 
     # control --------------------------------------------------------------------
@@ -371,7 +377,7 @@ class AdaptiveRuntime:
             for name, opt in self.optimizations.items():
                 old = self._states[name]
                 new = self._decide(opt, mode, old, now)
-                if new == old:
+                if _same(new, old):
                     continue
                 if self._dwell_allows(name, now) or (
                         arrival and self.arrivals_skip_dwell
@@ -404,17 +410,17 @@ class AdaptiveRuntime:
     # measurements nor the optimization's own effect. Two arrivals can still
     # toggle back and forth, but only as fast as the graphs submitted change
     # the scheduled work across the domain's whole band (a hysteresis).
-    def _predicted_agrees(self, opt: Optimization, old: bool, new: bool, predicted: ModeVector | None,
+    def _predicted_agrees(self, opt: Optimization, old: Any, new: Any, predicted: ModeVector | None,
                           mode: ModeVector, now: float) -> bool:
         if predicted is None:  # the tracker's scheduled view, with the signals this evaluation read
             predicted = self.tracker.scheduled_mode(**mode.signals)
             if predicted is None:  # nothing scheduled: no prediction to agree
                 return False
-        return self._decide(opt, predicted, old, now) == new  # a domain that raises keeps the state: held
+        return _same(self._decide(opt, predicted, old, now), new)  # a domain that raises keeps the state: held
 
-    def _decide(self, opt: Optimization, mode: ModeVector, old: bool, now: float) -> bool:
+    def _decide(self, opt: Optimization, mode: ModeVector, old: Any, now: float) -> Any:
         try:
-            decision = bool(opt.domain.decide(mode, old))
+            decision = check_state(opt.domain.decide(mode, old), f"the decision of the domain of {opt.name!r}")
         except Exception as exc:  # a broken domain must never break scheduling
             if opt.name not in self._failing:  # log once per failure streak, record always
                 logger.exception("asafe: the domain of %r raised; keeping state %s", opt.name, old)
@@ -472,8 +478,11 @@ class AdaptiveRuntime:
         return f"<AdaptiveRuntime {states or 'no optimizations'} mode={self._mode!r}>"
 
 
-def _onoff(state: bool) -> str:
-    return "on" if state else "off"
+def _onoff(state: Any) -> str:
+    if state is True or state is False:
+        return "on" if state else "off"
+    return str(state)
+
 
 
 def _json_float(value: float) -> float | str:

@@ -48,7 +48,9 @@ Only processes the controller hands the file's name to read it:
 from __future__ import annotations
 
 import atexit
+import difflib
 import json
+import logging
 import mmap
 import os
 import struct
@@ -56,8 +58,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["is_on", "publish", "snapshot", "restore", "clear", "ENV"]
+__all__ = ["is_on", "state", "peek", "publish", "snapshot", "restore", "clear", "ENV"]
+
+logger = logging.getLogger("asafe")
+_MISSING = object()
 
 #: The environment variable that hands the shared board's path to child processes.
 ENV = "ASAFE_BOARD"
@@ -68,14 +74,59 @@ _RECHECK = 0.5  # seconds between looks for a board file that could not be opene
 _DIR_PREFIX = "asafe-board-"  # + "<pid>-" + mkdtemp's random suffix
 _FILE = "board.bin"
 
-_local: dict[str, bool] = {}
+_local: dict[str, Any] = {}
+_warned: set[str] = set()  # names asked about that the published states lack (warned once each)
+
+
+def state(name: str, default: Any = None) -> Any:
+    """The state of optimization ``name`` where this task runs: ``True``/``False``, or a value such as a codec.
+
+    Returns ``default`` outside an adaptive run. Inside one, a name that the
+    runtime does not know also returns ``default``, and is warned about once
+    (a typo such as ``"compresion"`` would otherwise read as "off" forever).
+
+    Examples
+    --------
+    >>> state("wire-compression") is None
+    True
+    >>> previous = publish({"wire-compression": "zstd"})
+    >>> state("wire-compression"), is_on("wire-compression")
+    ('zstd', True)
+    >>> restore(previous)
+    """
+    states = _local
+    if not states:
+        reader = _shared_board()
+        if reader is None:
+            return default
+        states = reader.read()
+        if not states:
+            return default
+    value = states.get(name, _MISSING)
+    if value is _MISSING:
+        _unknown(name, states)
+        return default
+    return value
+
+
+def peek(name: str, default: Any = None) -> Any:
+    """:func:`state` without the warning: for asafe's own mechanisms, which ask whether or not it is installed."""
+    value = _local.get(name, _MISSING)
+    if value is not _MISSING:
+        return value
+    if _local:
+        return default
+    reader = _shared_board()
+    return default if reader is None else reader.read().get(name, default)
 
 
 def is_on(name: str) -> bool:
-    """Whether optimization ``name`` is on where this task runs.
+    """Whether optimization ``name`` is on (its state is not off) where this task runs.
 
-    Returns ``False`` outside an adaptive run, and for a name the runtime does not
-    know, so library code can call it unconditionally.
+    Returns ``False`` outside an adaptive run, and for a name the runtime does
+    not know (warned once per name), so library code can call it
+    unconditionally. A state that is a value (a codec, a thread count) is on
+    when it is not ``False``, ``0`` or empty; :func:`state` reads the value.
 
     Examples
     --------
@@ -88,35 +139,42 @@ def is_on(name: str) -> bool:
     >>> is_on("compression")
     False
     """
-    state = _local.get(name)
-    if state is not None:
-        return state
-    reader = _shared_board()
-    if reader is None:
-        return False
-    return reader.read().get(name, False)
+    value = _local.get(name)
+    if value is not None:
+        return bool(value)
+    return bool(state(name, False))
 
 
-def publish(states: Mapping[str, bool], shared: bool = False) -> dict[str, bool]:
-    """Make ``states`` what :func:`is_on` answers in this process; return the previous states.
+def _unknown(name: str, states: Mapping[str, Any]) -> None:
+    if name in _warned:
+        return
+    _warned.add(name)
+    near = difflib.get_close_matches(str(name), list(states), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    logger.warning("asafe: is_on/state(%r) asks for an optimization the running runtime does not know (it knows "
+                   "%s)%s; it reads as off", name, sorted(states), hint)
+
+
+def publish(states: Mapping[str, Any], shared: bool = False) -> dict[str, Any]:
+    """Make ``states`` what :func:`is_on` and :func:`state` answer in this process; return the previous states.
 
     ``shared=True`` also writes them where child processes (Dask's processes
     scheduler) read them.
     """
     global _local
     previous = _local
-    _local = {str(k): bool(v) for k, v in states.items()}
+    _local = {str(k): v for k, v in states.items()}
     if shared or _writer.active:
         _writer.write(_local)
     return previous
 
 
-def snapshot() -> dict[str, bool]:
+def snapshot() -> dict[str, Any]:
     """The states published in this process (a copy)."""
     return dict(_local)
 
 
-def restore(states: Mapping[str, bool]) -> None:
+def restore(states: Mapping[str, Any]) -> None:
     """Put back states captured by :func:`publish` or :func:`snapshot`."""
     publish(states)
     if not states:
@@ -139,7 +197,7 @@ class _SharedWriter:
         self.path: str | None = None  # the board file while one is open
         self.active = False
 
-    def write(self, states: Mapping[str, bool]) -> None:
+    def write(self, states: Mapping[str, Any]) -> None:
         payload = json.dumps(states, separators=(",", ":")).encode()
         if len(payload) > _CAPACITY:
             raise ValueError(f"too many optimization names to share ({len(payload)} bytes > {_CAPACITY})")
@@ -199,9 +257,9 @@ class _SharedReader:
     def __init__(self, board: mmap.mmap) -> None:
         self._map = board
         self._sequence = -1
-        self._states: dict[str, bool] = {}
+        self._states: dict[str, Any] = {}
 
-    def read(self) -> dict[str, bool]:
+    def read(self) -> dict[str, Any]:
         for _ in range(100):
             sequence, length = _HEADER.unpack_from(self._map, 0)
             if sequence == self._sequence:

@@ -164,11 +164,11 @@ class RuntimeHandle:
         return _mode(self.info("mode")["mode"])
 
     @property
-    def states(self) -> dict[str, bool]:
+    def states(self) -> dict[str, Any]:
         """Every optimization's state."""
         return dict(self.info("states")["states"])
 
-    def state(self, name: str) -> bool:
+    def state(self, name: str) -> Any:
         """One optimization's state (KeyError listing the known names)."""
         states = self.states
         try:
@@ -232,10 +232,13 @@ class RuntimeHandle:
         return int(self.info("tracker")["tracker"]["finished"])
 
     # control -----------------------------------------------------------------------------
-    def set_state(self, name: str, state: bool) -> None:
+    def set_state(self, name: str, state: Any) -> None:
         """Force a state on the scheduler (recorded as a transition and pushed to workers)."""
+        from ..core.states import check_state
+
         self.states  # raises if uninstalled
-        reply = self.client.sync(self.client.scheduler.asafe_set_state, name=name, state=bool(state))
+        state = check_state(state, f"the state of {name!r}")
+        reply = self.client.sync(self.client.scheduler.asafe_set_state, name=name, state=state)
         if reply is None:
             raise RuntimeError("asafe is not installed on this cluster")
 

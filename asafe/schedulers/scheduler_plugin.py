@@ -544,7 +544,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """A worker joined. It receives the states when its plugin says hello (see the module docstring)."""
 
     # states to workers --------------------------------------------------------------
-    def _push(self, states: dict[str, bool], transitions: list) -> None:
+    def _push(self, states: dict[str, Any], transitions: list) -> None:
         self._version += 1
         message = {
             "op": STATES_OP,
@@ -571,9 +571,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._ready.add(worker)
         return {"token": self.token, "version": self._version, "states": self.runtime.states, "time": time.time()}
 
-    def set_state(self, name: str, state: bool) -> dict[str, Any]:
+    def set_state(self, name: str, state: Any) -> dict[str, Any]:
         """Force a state (scripts, benchmarks); it is recorded and pushed like any transition."""
-        self.runtime.set_state(name, bool(state))
+        self.runtime.set_state(name, state)
         return {"states": self.runtime.states, "version": self._version}
 
     def uninstall(self) -> dict[str, Any]:
