@@ -1,6 +1,7 @@
 """asafe.core.validate: one rule for numbers, booleans, durations, sizes and names at every boundary."""
 from __future__ import annotations
 
+import copy
 import math
 
 import dask
@@ -72,7 +73,7 @@ def test_durations_and_sizes():
 
 
 def test_defaults_survive_a_configuration_reset():
-    saved = dask.config.config
+    saved = copy.deepcopy(dask.config.config)
     try:
         dask.config.config = {}  # as distributed.utils_test.reset_config does with a snapshot taken before asafe
         runtime = asafe.AdaptiveRuntime()
@@ -86,7 +87,7 @@ def test_optimizations_from_a_json_environment_variable(monkeypatch):
     monkeypatch.setenv("DASK_ASAFE__OPTIMIZATIONS",
                        '[{"name": "c", "domain": "asafe.Hysteresis", "kwargs": {"alpha": 1, "beta": 2}, '
                        '"initial": true}]')
-    saved = dask.config.config
+    saved = copy.deepcopy(dask.config.config)  # refresh() rebuilds the same dict in place
     try:
         dask.config.refresh()
         runtime = asafe.AdaptiveRuntime()
