@@ -72,28 +72,33 @@ def test_durations_and_sizes():
         validate.size("lots", "s")
 
 
-def test_defaults_survive_a_configuration_reset():
+@pytest.fixture
+def restored_config():
+    """dask.config as it was, restored in place (dask.config.get reads that one dict)."""
     saved = copy.deepcopy(dask.config.config)
-    try:
-        dask.config.config = {}  # as distributed.utils_test.reset_config does with a snapshot taken before asafe
-        runtime = asafe.AdaptiveRuntime()
-        assert set(runtime.states) == {"compression", "wire-compression"}
-        assert config.settings()["window"] == 256
-    finally:
-        dask.config.config = saved
+    yield dask.config.config
+    dask.config.config.clear()
+    dask.config.config.update(saved)
 
 
-def test_optimizations_from_a_json_environment_variable(monkeypatch):
+def test_defaults_survive_a_configuration_reset(restored_config):
+    # as distributed.utils_test.reset_config does, with a snapshot taken before import asafe
+    before_asafe = {k: v for k, v in copy.deepcopy(restored_config).items() if k != "asafe"}
+    restored_config.clear()
+    restored_config.update(before_asafe)
+    assert dask.config.get("asafe", None) is None
+    runtime = asafe.AdaptiveRuntime()
+    assert set(runtime.states) == {"compression", "wire-compression"}
+    assert config.settings()["window"] == 256
+
+
+def test_optimizations_from_a_json_environment_variable(monkeypatch, restored_config):
     monkeypatch.setenv("DASK_ASAFE__OPTIMIZATIONS",
                        '[{"name": "c", "domain": "asafe.Hysteresis", "kwargs": {"alpha": 1, "beta": 2}, '
                        '"initial": true}]')
-    saved = copy.deepcopy(dask.config.config)  # refresh() rebuilds the same dict in place
-    try:
-        dask.config.refresh()
-        runtime = asafe.AdaptiveRuntime()
-        assert runtime.states == {"c": True}
-    finally:
-        dask.config.config = saved
+    dask.config.refresh()
+    assert isinstance(dask.config.get("asafe.optimizations"), str)  # JSON's true is no Python literal
+    assert asafe.AdaptiveRuntime().states == {"c": True}
 
 
 def test_optimizations_that_are_not_a_list_name_the_key():

@@ -67,11 +67,10 @@ def get(key: str) -> Any:
     --------
     >>> get("asafe.tracker.window")
     256
-    >>> saved = dask.config.config
-    >>> dask.config.config = {}  # a reset to a snapshot taken before import asafe
+    >>> saved = dask.config.config.pop("asafe")  # a reset to a snapshot taken before import asafe
     >>> get("asafe.controller.dwell")
     '250ms'
-    >>> dask.config.config = saved
+    >>> dask.config.config["asafe"] = saved
     """
     value = dask.config.get(key, default=_MISSING)
     if value is _MISSING or value is None:
