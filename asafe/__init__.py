@@ -31,6 +31,7 @@ from .core.types import COMMUNICATION, COMPUTE, task_type, typed
 from .schedulers.board import is_on, state
 from .schedulers.distributed import attach, install
 from .schedulers.local import adaptive
+from .schedulers.sizes import register as report_sizes
 
 __version__ = "0.1.0"
 
@@ -57,6 +58,7 @@ __all__ = [
     "is_on",
     "state",
     "install",
+    "report_sizes",
     "attach",
     "__version__",
 ]

@@ -422,6 +422,15 @@ class Carried:
         return (_arrive, (self.value, self.bandwidth))
 
 
+def _register_carried() -> None:
+    from asafe.schedulers import sizes
+
+    sizes.register(Carried, sizeof=False)  # its __sizeof__ sizes the value, which notes its own sizes
+
+
+_register_carried()
+
+
 def _arrive(value: Any, bandwidth: float) -> Carried:
     carried = Carried(value, bandwidth)
     time.sleep(carried.nbytes / bandwidth)

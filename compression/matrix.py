@@ -48,6 +48,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
+from asafe.schedulers import sizes
+
 from . import engine, kernels
 from . import layout as layout_mod
 from .layout import LAYOUT_ARRAYS, Layout
@@ -781,4 +783,8 @@ class TransposedTiledMatrix:
 
 @sizeof.register(TiledMatrix)
 def _sizeof_matrix(A: TiledMatrix) -> int:
+    sizes.note(A.logical_nbytes, A.nbytes)  # for the cluster plugins (asafe.schedulers.sizes)
     return A.nbytes + 1000
+
+
+sizes.register(TiledMatrix, sizeof=False)

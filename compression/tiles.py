@@ -33,6 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
+from asafe.schedulers import sizes
+
 from . import kernels
 
 __all__ = [
@@ -429,7 +431,11 @@ class EmptyTile(Tile):
 
 @sizeof.register(Tile)
 def _sizeof_tile(tile: Tile) -> int:
+    sizes.note(tile.logical_nbytes, tile.nbytes)  # for the cluster plugins (asafe.schedulers.sizes)
     return tile.nbytes + _OVERHEAD
+
+
+sizes.register(Tile, sizeof=False)
 
 
 def is_integer(value) -> bool:

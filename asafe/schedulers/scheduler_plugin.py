@@ -28,7 +28,6 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import wire
 from .bandwidth import LinkEstimate
 from .forecast import PrefixMemory, TransferForecast
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
@@ -193,7 +192,6 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.link.memory = memory  # the link an earlier installation measured
         self._local_hosts = _local_hosts()
         self.forecast.share(memory)  # what earlier installations learned per prefix
-        wire.enable()  # the codec, should a compressed frame be deserialized here (nothing is compressed)
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
             previous.detach()  # a new installation replaces the old one: events count once

@@ -1,45 +1,69 @@
 """Adaptive wire compression: the ``wire-compression`` optimization's mechanism.
 
-When :func:`asafe.is_on` ``("wire-compression")`` is true in a worker process,
-large buffers that the worker serializes for the wire (numpy arrays, and the
-out-of-band buffers of pickled objects such as asafe's tiles) are compressed with
-blosc2 (shuffle filter, LZ4 by default); the receiver decompresses them whatever
-its own state. When it is off, nothing is inspected or copied: the serializer
-returns distributed's own header and frames after one dictionary lookup.
+The optimization's state says how to compress what workers send each other:
 
-Why here and not in distributed's ``distributed.comm.compression`` setting
-(read in ``distributed/comm/core.py`` and ``distributed/protocol/core.py``):
+* ``False``: nothing is compressed; the serializer returns distributed's own
+  header and frames after one dictionary lookup;
+* an int: the link's speed in MB/s, as the domain reads it (the default domain
+  gives a few bands of it). Each kind of frame gets the codec of
+  :data:`CODEC_STATES` and the filter that send it soonest over a link of that
+  speed, by a cost model measured on a sample: per byte,
+  ``1/compress + 1/decompress + 1/(ratio * link)`` against ``1/link`` sent as it
+  is, at the speeds this process measured compressing and decompressing the
+  sample itself. A slow link buys a stronger codec, a fast one a faster codec
+  or none, and a busy cpu (slower codecs) less compression;
+* a codec's name (:data:`CODEC_STATES`: ``"lz4"``, ``"zstd"``), or ``True``
+  (the first): that codec, with the filter that shrinks the sample most (a
+  static setting, for comparisons).
 
-* the setting is negotiated once per comm in ``Comm.handshake_info`` and passed to
-  ``dumps`` as ``context["compression"]``; comms are pooled and long-lived, so a
-  flip of the state would not reach comms already open;
-* ``handshake_info`` sets compression to ``None`` whenever ``comm.same_host`` is
-  true, so processes on one host never compress;
-* ``protocol.core.dumps`` only compresses a frame whose header entry in
-  ``header["compression"]`` is ``None``, and ``loads`` decompresses every frame
-  whose entry names a codec of ``distributed.protocol.compression.compressions``,
-  independently of the comm's settings.
+Which filter. blosc2 filters the bytes before the codec: byte shuffle suits
+smooth floats and small integers, bit shuffle integer ids and low-precision
+floats, and no filter suits floats of which many are exactly zero (shuffle
+scatters their zero bytes: 1.07x with shuffle against 1.49x without on
+half-zero float64 with LZ4, and 1.89x with ZSTD). So the codec and filter are
+chosen from a sample: the first ``asafe.wire.sample-size`` bytes of a frame are
+compressed with each candidate, and a candidate must shrink them by
+``asafe.wire.min-ratio`` (and, for a link speed, send them faster than they go
+as they are, by a margin) or the frame goes as it is. The choice is kept per
+kind of frame (state, serializer family, type, dtype, frame position) for the
+next ``asafe.wire.resample`` frames of that kind, so random data costs one
+sample per ``resample`` frames, not one per frame. A frame whose full
+compression falls short of ``min-ratio`` is sent as it is and makes its kind
+sample again.
 
-So the mechanism wraps the ``dask`` and ``pickle`` serialization families
+Who may receive compressed frames. Only a process that calls :func:`enable`
+knows the codec: the worker plugin enables it on every worker, and
+:func:`asafe.install` / :func:`asafe.attach` in the client. Such a process says
+so in the handshake of every connection it makes or accepts (the key
+:data:`HANDSHAKE_KEY` in distributed's ``Comm.handshake_info``); a worker
+compresses a message only when the connection's other end said it. A client
+that never imported asafe therefore receives what plain Dask sends, and reads
+every result (the scheduler does not advertise: what it relays to clients stays
+as the workers sent it, uncompressed).
+
+Why here and not in distributed's ``distributed.comm.compression`` setting:
+the setting is negotiated once per comm (comms are pooled and long-lived, so a
+flip of the state would not reach comms already open), is ``None`` whenever
+``comm.same_host`` is true, and compresses every frame of every message alike.
+The mechanism wraps the ``dask`` and ``pickle`` serialization families
 (``distributed.protocol.serialize.families``): after distributed's own ``dumps``
-it compresses the large frames and names them ``"asafe-blosc2"`` in the header;
-``serialize_and_split`` then leaves them whole, ``dumps`` leaves them alone, and the
-receiver's ``loads`` calls the codec registered under that name. Both sides need
-:func:`enable` (the worker plugin calls it on every worker; :func:`asafe.install`
-and :func:`asafe.attach` in the client, which gathers results).
+it compresses the large frames and names them :data:`CODEC` in the header;
+``serialize_and_split`` then leaves them whole, ``dumps`` leaves them alone, and
+the receiver's ``loads`` calls the codec registered under that name. A frame
+that fails to decompress raises :class:`WireDecompressionError`, an ``OSError``:
+the receiving worker treats it as a failed transfer and Dask fetches the data
+elsewhere or recomputes it.
 
-A frame is compressed only if it is between ``asafe.wire.min-size`` and blosc2's
-2 GiB limit and if a prefix sample (``asafe.wire.sample-size``) compresses by at
-least ``asafe.wire.min-ratio``; the full frame must meet the same ratio, else the
-original is sent. A frame that fails to decompress raises
-:class:`WireDecompressionError`, an ``OSError``: the receiving worker treats it as
-a failed transfer (logged), tells the scheduler the data is missing from the
-sender, and Dask fetches it elsewhere or recomputes it -- no data is lost.
+Costs. The codec's seconds are metered with distributed's ``context_meter``
+(labels ``asafe-compress`` and ``asafe-decompress``), so they show on Dask's
+Fine Performance Metrics page under the activity that paid them (``get-data``,
+``gather-dep``, a P2P shuffle's ``background-comms``).
 
-Accounting: the receiver counts the bytes compression saved (logical - wire) of
-the frames it decompressed; the worker plugin takes them with :func:`take_received`
-when it annotates a transfer, so the scheduler charges transfers in
-uncompressed-equivalent seconds, as for tile compression.
+Accounting. The receiver counts the bytes compression saved (logical - wire):
+of the frames it decompressed, and of objects stored compressed whose sizes the
+sender wrote in the header (:mod:`asafe.schedulers.sizes`). The worker plugin
+takes them with :func:`take_received` when it annotates a transfer, so the
+scheduler charges transfers in uncompressed-equivalent seconds.
 """
 from __future__ import annotations
 
@@ -47,31 +71,49 @@ import threading
 import time
 from typing import Any
 
-import dask.config
-
-from . import board
+from ..core import config as _config
+from ..core import validate
+from . import board, sizes
 
 __all__ = [
-    "NAME", "CODEC", "CODECS", "WireDecompressionError", "enable", "disable", "enabled",
-    "check_settings", "stats", "reset_stats", "take_received", "compress_frame", "decompress_frame",
+    "NAME", "CODEC", "CODEC_STATES", "FILTERS", "HANDSHAKE_KEY", "SIZES_KEY", "WireDecompressionError",
+    "enable", "disable", "enabled", "check_settings", "check_states", "stats", "reset_stats", "take_received",
+    "compress_frame", "decompress_frame",
 ]
 
 #: Name of the optimization whose state switches the mechanism.
 NAME = "wire-compression"
 #: Codec name written in the frames' header (``header["compression"]``).
 CODEC = "asafe-blosc2"
-#: Allowed values of ``asafe.wire.codec``: blosc2's codecs, with the shuffle filter.
-CODECS = ("lz4", "zstd", "blosclz", "lz4hc")
+#: The states of ``wire-compression`` that compress: blosc2's codec of that name.
+#: ``True`` (an on/off domain) means the first.
+CODEC_STATES = ("lz4", "zstd")
+#: Filters the sample chooses from (``asafe.wire.filters``).
+FILTERS = ("none", "shuffle", "bitshuffle")
+#: Key a process adds to its connections' handshake when it can decode :data:`CODEC`.
+HANDSHAKE_KEY = "asafe-wire"
+#: Header key of ``[logical, wire]`` of an object that reports its sizes.
+SIZES_KEY = "asafe-nbytes"
 #: blosc2's largest buffer (``blosc2.MAX_BUFFERSIZE``); larger frames are sent as they are.
 MAX_FRAME = 2**31 - 64
+#: Kinds of frame whose filter choice is remembered; past it the memory starts afresh.
+_MAX_KINDS = 4096
+_SETTINGS = ("level", "filters", "min-size", "sample-size", "min-ratio", "resample", "threads")
 
 _lock = threading.Lock()
 _enabled = False
+_advertising = False
 _originals: dict[str, tuple] = {}
+_original_handshake: Any = None
 _settings: dict[str, Any] = {}
 _counters: dict[str, float] = {}
-_saved = 0  # receiver: bytes saved by frames decompressed since take_received()
+_choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filter id, frames left before a sample]
+#: A codec must send a sample this much sooner than sending it as it is (a link speed state).
+_MIN_GAIN = 0.1
+_saved = 0  # receiver: bytes the codec saved on frames received since take_received()
+_stored_saved = 0  # receiver: bytes objects stored compressed saved (their reported sizes), likewise
 _codec_seconds = 0.0  # receiver: codec seconds of those frames (both ends, see take_received)
+_meter: Any = None  # distributed.metrics.context_meter, once enabled
 #: Tests only: corrupt this many of the next compressed frames (the sender's side).
 corrupt_next = 0
 
@@ -87,59 +129,94 @@ class WireDecompressionError(OSError):
 
 
 def check_settings(config: dict | None = None) -> dict[str, Any]:
-    """Validate ``asafe.wire`` and return it parsed (ValueError naming the allowed values)."""
-    from dask.utils import parse_bytes
+    """Validate ``asafe.wire`` and return it parsed (errors name the key and the allowed values).
 
-    raw = dict(dask.config.get("asafe.wire", {}) if config is None else config)
-    allowed = {"codec", "level", "min-size", "sample-size", "min-ratio", "threads"}
-    unknown = set(raw) - allowed
+    Examples
+    --------
+    >>> check_settings({"filters": ["none", "bitshuffle"]})["filters"]
+    ('none', 'bitshuffle')
+    >>> check_settings({"codec": "zstd"})
+    Traceback (most recent call last):
+    ...
+    asafe.core.validate.InvalidSetting: asafe.wire has unknown keys ['codec']; allowed: filters, level, min-ratio, min-size, resample, sample-size, threads (the codec is the state of the wire-compression optimization: lz4, zstd)
+    """
+    raw = dict(_config.get("asafe.wire") if config is None else config)
+    unknown = sorted(set(raw) - set(_SETTINGS))
     if unknown:
-        raise ValueError(f"asafe.wire has unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
-    codec = raw.get("codec", "lz4")
-    if codec not in CODECS:
-        raise ValueError(f"asafe.wire.codec={codec!r} is not a known codec; allowed: {', '.join(CODECS)}")
-    level = raw.get("level", 1)
-    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 9:
-        raise ValueError(f"asafe.wire.level={level!r} must be an integer from 1 to 9")
-    sizes = {}
-    for key, default in (("min-size", "64 KiB"), ("sample-size", "64 KiB")):
-        value = raw.get(key, default)
-        try:
-            sizes[key] = parse_bytes(value) if isinstance(value, str) else int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"asafe.wire.{key}={value!r} must be a size such as '64 KiB'") from None
-        if isinstance(value, bool) or sizes[key] < 1:
-            raise ValueError(f"asafe.wire.{key}={value!r} must be a positive size such as '64 KiB'")
-    ratio = raw.get("min-ratio", 1.4)
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 1.0:
-        raise ValueError(f"asafe.wire.min-ratio={ratio!r} must be a number >= 1 (uncompressed / compressed)")
-    threads = raw.get("threads", 1)
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"asafe.wire.threads={threads!r} must be a positive integer")
-    return {"codec": codec, "level": level, "min_size": sizes["min-size"],
-            "sample_size": sizes["sample-size"], "min_ratio": float(ratio), "threads": threads}
+        raise validate.InvalidSetting(
+            f"asafe.wire has unknown keys {unknown}; allowed: {', '.join(sorted(_SETTINGS))} (the codec is the "
+            f"state of the {NAME} optimization: {', '.join(CODEC_STATES)})"
+        )
+    default = _config.DEFAULTS["asafe"]["wire"]
+    value = {key: raw.get(key, default[key]) for key in _SETTINGS}
+    filters = value["filters"]
+    if isinstance(filters, str):
+        filters = [part.strip() for part in filters.split(",")]
+    if not isinstance(filters, (list, tuple)) or not filters:
+        raise validate.InvalidSetting(f"asafe.wire.filters must be a list of {', '.join(FILTERS)}, got {filters!r}")
+    return {
+        "level": validate.integer(value["level"], "asafe.wire.level", minimum=1, maximum=9),
+        "filters": tuple(validate.choice(f, "asafe.wire.filters", FILTERS) for f in filters),
+        "min_size": validate.size(value["min-size"], "asafe.wire.min-size", minimum=1),
+        "sample_size": validate.size(value["sample-size"], "asafe.wire.sample-size", minimum=1),
+        "min_ratio": validate.number(value["min-ratio"], "asafe.wire.min-ratio", minimum=1.0),
+        "resample": validate.integer(value["resample"], "asafe.wire.resample", minimum=1),
+        "threads": validate.integer(value["threads"], "asafe.wire.threads", minimum=1),
+    }
 
 
-def enable() -> None:
+def check_states(states: Any) -> None:
+    """Refuse a ``wire-compression`` state that is not off, on, a link speed in MB/s, or a codec.
+
+    >>> check_states([False, "zstd", 120])
+    >>> check_states(["zstd", "snappy"])
+    Traceback (most recent call last):
+    ...
+    asafe.core.validate.InvalidSetting: the wire-compression state 'snappy' is not one; allowed: False (off), True (lz4), a link speed in MB/s (an int > 0), or a codec: lz4, zstd
+    """
+    for state in states:
+        if state is False or state is True or state in CODEC_STATES or (
+                isinstance(state, int) and not isinstance(state, bool) and state > 0):
+            continue
+        raise validate.InvalidSetting(
+            f"the {NAME} state {state!r} is not one; allowed: False (off), True ({CODEC_STATES[0]}), a link "
+            f"speed in MB/s (an int > 0), or a codec: {', '.join(CODEC_STATES)}"
+        )
+
+
+def enable(advertise: bool = True) -> None:
     """Register the codec and wrap the ``dask`` and ``pickle`` families (idempotent).
 
     Reads ``asafe.wire`` (:func:`check_settings`) each time it is called.
+    ``advertise``: say in this process's connection handshakes that it decodes
+    the codec, so that workers send it compressed frames (a worker or a client;
+    not the scheduler, which relays data to clients that may not decode).
     """
-    global _enabled
+    global _enabled, _advertising, _original_handshake, _meter
     import importlib
 
     import blosc2
+    from distributed.comm.core import Comm
+    from distributed.metrics import context_meter
 
     # the modules, not the functions that distributed.protocol exports under the same names
     compression = importlib.import_module("distributed.protocol.compression")
     serialize = importlib.import_module("distributed.protocol.serialize")
     settings = check_settings()
-    settings["codec_id"] = getattr(blosc2.Codec, settings["codec"].upper())
     settings["blosc2"] = blosc2
+    settings["codecs"] = {name: getattr(blosc2.Codec, name.upper()) for name in CODEC_STATES}
+    settings["filter_ids"] = {"none": blosc2.Filter.NOFILTER, "shuffle": blosc2.Filter.SHUFFLE,
+                              "bitshuffle": blosc2.Filter.BITSHUFFLE}
     with _lock:
         _settings.clear()
         _settings.update(settings)
+        _choices.clear()
+        _meter = context_meter
         compression.compressions[CODEC] = compression.Compression(CODEC, compress_frame, decompress_frame)
+        if advertise and not _advertising:
+            _original_handshake = Comm.handshake_info
+            Comm.handshake_info = _advertised(_original_handshake)
+            _advertising = True
         if _enabled:
             return
         if not _counters:
@@ -147,20 +224,26 @@ def enable() -> None:
         for family in ("dask", "pickle"):
             original = serialize.families[family]
             _originals[family] = original
-            serialize.families[family] = (_wrap(original[0], original[2], family), original[1], True)
+            serialize.families[family] = (_wrap_dumps(original[0], original[2], family),
+                                          _wrap_loads(original[1]), True)
         _enabled = True
 
 
 def disable() -> None:
-    """Put distributed's families back (the codec stays registered for late frames)."""
-    global _enabled
+    """Put distributed's families and handshake back (the codec stays registered for late frames)."""
+    global _enabled, _advertising
     import importlib
+
+    from distributed.comm.core import Comm
 
     serialize = importlib.import_module("distributed.protocol.serialize")
     with _lock:
         for family, original in _originals.items():
             serialize.families[family] = original
         _originals.clear()
+        if _advertising:
+            Comm.handshake_info = _original_handshake
+            _advertising = False
         _enabled = False
 
 
@@ -169,28 +252,55 @@ def enabled() -> bool:
     return _enabled
 
 
-def _wrap(dumps: Any, wants_context: bool, family: str) -> Any:
-    is_on = board.is_on
+def _advertised(handshake_info: Any) -> Any:
+    def asafe_handshake_info(self: Any) -> dict:
+        info = handshake_info(self)
+        info[HANDSHAKE_KEY] = 1
+        return info
+
+    asafe_handshake_info.__wrapped__ = handshake_info  # type: ignore[attr-defined]
+    return asafe_handshake_info
+
+
+def _wrap_dumps(dumps: Any, wants_context: bool, family: str) -> Any:
+    peek = board.peek
 
     def wire_dumps(x: Any, context: Any = None) -> tuple[dict, list]:
         header, frames = dumps(x, context=context) if wants_context else dumps(x)
-        if is_on(NAME):
-            _compress_frames(header, frames, x if family == "dask" else None)
+        recipient = context.get("recipient") if context else None
+        if recipient and recipient.get(HANDSHAKE_KEY):  # the other end decodes: it counts what was saved
+            if getattr(type(x), sizes.MARK, False):
+                header[SIZES_KEY] = list(sizes.sizes_of(x))  # type: ignore[arg-type]
+            state = peek(NAME, False)
+            if state:
+                _compress_frames(header, frames, x, family, state)
         return header, frames
 
     wire_dumps.__wrapped__ = dumps  # type: ignore[attr-defined]
     return wire_dumps
 
 
-def _compress_frames(header: dict, frames: list, x: Any) -> None:
+def _wrap_loads(loads: Any) -> Any:
+    def wire_loads(header: dict, frames: list) -> Any:
+        reported = header.get(SIZES_KEY)
+        if reported:
+            global _stored_saved
+            _stored_saved += max(int(reported[0]) - int(reported[1]), 0)
+        return loads(header, frames)
+
+    wire_loads.__wrapped__ = loads  # type: ignore[attr-defined]
+    return wire_loads
+
+
+def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any) -> None:
     settings = _settings
+    if not (state is True or isinstance(state, int) or state in settings["codecs"]):
+        return  # a state that is no codec: refused at install, ignored here
     min_size = settings["min_size"]
     compressions = header.get("compression")
-    if compressions is None:
-        compressions = [None] * len(frames)
-    else:
-        compressions = list(compressions)
-    typesize = getattr(getattr(x, "dtype", None), "itemsize", 0)
+    compressions = [None] * len(frames) if compressions is None else list(compressions)
+    dtype = getattr(x, "dtype", None)
+    typesize = getattr(dtype, "itemsize", 0)
     changed = False
     for i, frame in enumerate(frames):
         if compressions[i] is not None:
@@ -208,7 +318,8 @@ def _compress_frames(header: dict, frames: list, x: Any) -> None:
             if not frame.c_contiguous:
                 continue
             frame = frame.cast("B")
-        compressed = _maybe_compress(frame, size)
+        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i)
+        compressed = _maybe_compress(frame, size, kind)
         if compressed is not None:
             frames[i] = compressed
             compressions[i] = CODEC
@@ -217,21 +328,27 @@ def _compress_frames(header: dict, frames: list, x: Any) -> None:
         header["compression"] = tuple(compressions)
 
 
-def _maybe_compress(frame: memoryview, typesize: int) -> bytes | None:
+def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> bytes | None:
     global corrupt_next
     settings = _settings
     counters = _counters
     n = frame.nbytes
     start = time.perf_counter()
-    sample = frame[: settings["sample_size"]]
-    if len(compress_frame(sample, typesize)) * settings["min_ratio"] > sample.nbytes:
+    choice = _choices.get(kind)
+    if choice is None or choice[2] <= 0:
+        choice = _sample(frame, typesize, kind)
+        counters["sample_seconds"] += time.perf_counter() - start
+    choice[2] -= 1
+    if choice[0] is None:
         counters["skipped_frames"] += 1
         counters["skipped_bytes"] += n
-        counters["sample_seconds"] += time.perf_counter() - start
         return None
-    compressed = compress_frame(frame, typesize)
-    counters["compress_seconds"] += time.perf_counter() - start
-    if len(compressed) * settings["min_ratio"] > n:
+    begin = time.perf_counter()
+    with _meter.meter("asafe-compress"):
+        compressed = compress_frame(frame, typesize, choice[0], choice[1])
+    counters["compress_seconds"] += time.perf_counter() - begin
+    if len(compressed) * settings["min_ratio"] > n:  # the sample promised more: sample this kind again
+        choice[2] = 0
         counters["skipped_frames"] += 1
         counters["skipped_bytes"] += n
         return None
@@ -244,19 +361,61 @@ def _maybe_compress(frame: memoryview, typesize: int) -> bytes | None:
     return compressed
 
 
-def compress_frame(data: Any, typesize: int = 8) -> bytes:
-    """Compress one buffer with the configured blosc2 codec and the shuffle filter."""
+def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
+    """Choose this kind's codec and filter from its first bytes (or none); remember the choice.
+
+    Returns ``[codec id or None, filter id, frames left before the next sample]``.
+    """
+    settings = _settings
+    state = kind[0]
+    sample = frame[: settings["sample_size"]]
+    n = sample.nbytes
+    link = state * 1e6 if isinstance(state, int) and not isinstance(state, bool) and state > 0 else None
+    if link is None:  # a codec named: the filter that shrinks the sample most
+        codecs = [settings["codecs"][CODEC_STATES[0] if state is True else state]]
+        best, best_cost = (None, None), n / settings["min_ratio"]
+    else:  # a link speed: the candidate that sends the sample soonest, by a margin over sending it as it is
+        codecs = list(settings["codecs"].values())
+        best, best_cost = (None, None), (n / link) * (1 - _MIN_GAIN)
+    blosc2 = settings["blosc2"]
+    perf_counter = time.perf_counter
+    with _meter.meter("asafe-sample"):
+        for codec_id in codecs:
+            for name in settings["filters"]:
+                filter_id = settings["filter_ids"][name]
+                began = perf_counter()
+                compressed = compress_frame(sample, typesize, codec_id, filter_id)
+                compressing = perf_counter() - began
+                if len(compressed) * settings["min_ratio"] > n:
+                    continue
+                if link is None:
+                    cost = len(compressed)
+                else:
+                    began = perf_counter()
+                    blosc2.decompress2(compressed, nthreads=settings["threads"])
+                    cost = compressing + (perf_counter() - began) + len(compressed) / link
+                if cost < best_cost:
+                    best, best_cost = (codec_id, filter_id), cost
+    _counters["samples"] += 1
+    if len(_choices) >= _MAX_KINDS:
+        _choices.clear()
+    choice = _choices[kind] = [best[0], best[1], settings["resample"]]
+    return choice
+
+
+def compress_frame(data: Any, typesize: int = 8, codec: Any = None, filter: Any = None) -> bytes:
+    """Compress one buffer with blosc2 (default: the first codec of :data:`CODEC_STATES`, byte shuffle)."""
     settings = _settings
     blosc2 = settings["blosc2"]
     return blosc2.compress2(
-        data, typesize=typesize, clevel=settings["level"], codec=settings["codec_id"],
-        filters=[blosc2.Filter.SHUFFLE], nthreads=settings["threads"],
+        data, typesize=typesize, clevel=settings["level"],
+        codec=settings["codecs"][CODEC_STATES[0]] if codec is None else codec,
+        filters=[blosc2.Filter.SHUFFLE if filter is None else filter], nthreads=settings["threads"],
     )
 
 
 def decompress_frame(data: Any) -> bytearray:
     """Decompress one frame into a new writable buffer, or raise :class:`WireDecompressionError`."""
-    global _saved, _codec_seconds
     import blosc2
 
     start = time.perf_counter()
@@ -266,7 +425,11 @@ def decompress_frame(data: Any) -> bytearray:
         if cbytes != length:
             raise ValueError(f"its header states {cbytes} compressed bytes")
         out = bytearray(nbytes)
-        blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
+        if _meter is not None:
+            with _meter.meter("asafe-decompress"):
+                blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
+        else:
+            blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
     except Exception as exc:
         _counters["failed_frames"] = _counters.get("failed_frames", 0) + 1
         raise WireDecompressionError(
@@ -281,6 +444,7 @@ def decompress_frame(data: Any) -> bytearray:
         counters["decompressed_logical_bytes"] += nbytes
         counters["decompressed_wire_bytes"] += length
         counters["decompress_seconds"] += seconds
+    global _saved, _codec_seconds
     _saved += max(nbytes - length, 0)
     _codec_seconds += seconds + nbytes * _compress_seconds_per_byte(seconds / max(nbytes, 1))
     return out
@@ -293,36 +457,39 @@ def _compress_seconds_per_byte(fallback: float) -> float:
     return counters.get("compress_seconds", 0.0) / compressed if compressed else fallback
 
 
-def take_received() -> tuple[int, float]:
-    """Bytes compression saved on the frames received since the last call, and the codec's seconds on them.
+def take_received() -> tuple[int, int, float]:
+    """What was saved on what this process received since the last call; all three are then zeroed.
 
-    Both are then zeroed. The worker plugin adds the bytes to the transfer it
-    annotates, so the scheduler counts that transfer in uncompressed-equivalent
-    terms, and passes the seconds, so the scheduler can take the codec's time
-    out of the transfer's before it measures the link. The seconds are this
-    process's decompression plus the sender's compression, estimated at this
-    process's own compression speed (the workers run the same codec on the same
-    kind of hardware; before this process compressed anything, at its
-    decompression speed).
+    Returns the bytes the codec saved on the frames it decompressed, the bytes
+    saved by objects stored compressed (tiles) whose sizes the sender reported,
+    and the codec's seconds. The worker plugin adds both byte counts to the
+    transfer it annotates (the codec's are also taken off the batch's size,
+    which counts them uncompressed), so the scheduler counts that transfer in
+    uncompressed-equivalent terms, and passes the seconds, so the scheduler can
+    take the codec's time out of the transfer's before it measures the link.
+    The seconds are this process's decompression plus the sender's
+    compression, estimated at this process's own compression speed (the
+    workers run the same codec on the same kind of hardware; before this
+    process compressed anything, at its decompression speed).
     """
-    global _saved, _codec_seconds
-    taken = (_saved, _codec_seconds)
-    _saved, _codec_seconds = 0, 0.0
+    global _saved, _stored_saved, _codec_seconds
+    taken = (_saved, _stored_saved, _codec_seconds)
+    _saved, _stored_saved, _codec_seconds = 0, 0, 0.0
     return taken
 
 
 def stats() -> dict[str, float]:
-    """This process's counters: frames and bytes compressed, skipped and decompressed, seconds."""
-    return dict(_counters, enabled=_enabled, on=board.is_on(NAME))
+    """This process's counters: frames and bytes compressed, skipped and decompressed, samples, seconds."""
+    return dict(_counters, enabled=_enabled, on=bool(board.peek(NAME, False)), state=board.peek(NAME, False))
 
 
 def reset_stats() -> None:
     """Zero this process's counters."""
-    global _saved, _codec_seconds
+    global _saved, _stored_saved, _codec_seconds
     for key in ("compressed_frames", "compressed_logical_bytes", "compressed_wire_bytes",
                 "skipped_frames", "skipped_bytes", "decompressed_frames",
-                "decompressed_logical_bytes", "decompressed_wire_bytes", "failed_frames"):
+                "decompressed_logical_bytes", "decompressed_wire_bytes", "failed_frames", "samples"):
         _counters[key] = 0
     for key in ("compress_seconds", "sample_seconds", "decompress_seconds"):
         _counters[key] = 0.0
-    _saved, _codec_seconds = 0, 0.0
+    _saved, _stored_saved, _codec_seconds = 0, 0, 0.0

@@ -5,10 +5,12 @@ installed. It receives the scheduler plugin's state pushes (a stream handler,
 and a hello RPC on arrival and every few seconds to repair a lost push) and
 publishes them to :mod:`asafe.schedulers.board`, where :func:`asafe.is_on` reads
 them without a round trip. It records ``[logical, wire]`` sizes of task outputs
-that report them in the task's metadata, and annotates each batch of received
-data with its bytes and the bytes compression saved in it, so that the
-scheduler charges transfers in uncompressed-equivalent seconds (the
-Architecture page, "The cluster plugins", tells the whole protocol).
+that report them in the task's metadata (noted when the worker sized the
+output, :mod:`asafe.schedulers.sizes`: it never reads ``worker.data``), and
+annotates each batch of received data with its bytes and the bytes compression
+saved in it, so that the scheduler charges transfers in uncompressed-equivalent
+seconds (the Architecture page, "The cluster plugins", tells the whole
+protocol).
 
 Like every hook of distributed's plugins, these never raise into the worker: a
 failure is logged once per hook and the worker goes on.
@@ -23,9 +25,9 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import board, wire
+from . import board, sizes, wire
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
-                       STATES_OP, count_fallback, last_items, logger, output_nbytes, plugin_settings)
+                       STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
 __all__ = ["AdaptiveWorkerPlugin"]
 
@@ -191,15 +193,16 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 self._received(key)
             elif finish == "memory" and start in ("executing", "long-running"):
                 ts = self.worker.state.tasks[key]
-                sizes = output_nbytes(self._value(key))
-                if sizes is not None:
-                    ts.metadata[METADATA_KEY] = list(sizes)
+                reported = sizes.take(key, ts.nbytes)  # noted when the worker sized the output
+                if reported is not None:
+                    ts.metadata[METADATA_KEY] = list(reported)
                 if self.unreported:  # the task-finished message holds this same list: sent after this hook
                     ts.startstops.extend(self.unreported)
                     self.unreported = []
-            elif finish == "released" and start != "memory":  # it never finished here: nothing was reported
+            elif finish in ("released", "error") and start != "memory":  # it never finished here
+                sizes.discard(key)
                 ts = self.worker.state.tasks.get(key)
-                if ts is not None:
+                if ts is not None and finish == "released":
                     self._give_up_transfers(ts)
         except Exception:
             self._hook_failed("transition")
@@ -210,14 +213,6 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         if len(kept) < len(ts.startstops):
             self.unreported.extend(s for s in ts.startstops if STARTSTOP_BYTES in s)
             ts.startstops[:] = kept
-
-    def _value(self, key: Any) -> Any:
-        data = self.worker.data
-        fast = getattr(data, "fast", None)  # a SpillBuffer: never unspill to look
-        try:
-            return (data if fast is None else fast)[key]
-        except KeyError:
-            return None
 
     def _received(self, key: Any) -> None:
         # The worker measured this batch (``transfer_incoming_log``: keys, total
@@ -248,20 +243,15 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             self._batch = (record, startstop)
             if startstop is not None:
                 # wire-compression: the batch in uncompressed-equivalent bytes, and the codec's share of its time
-                saved, codec_seconds = wire.take_received()
-                startstop[STARTSTOP_BYTES] = int(record["total"]) - saved
-                if saved:
-                    startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + saved
+                codec_saved, stored_saved, codec_seconds = wire.take_received()
+                startstop[STARTSTOP_BYTES] = int(record["total"]) - codec_saved
+                if codec_saved or stored_saved:
+                    startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + codec_saved + stored_saved
                 if codec_seconds:
                     startstop[STARTSTOP_CODEC] = codec_seconds
                 startstop[STARTSTOP_TASKS] = self._served(record)
                 if holder.state in ("memory", "released"):  # a fetched key that had no dependent here
                     self._give_up_transfers(holder)
-        if startstop is None:
-            return
-        sizes = output_nbytes(self._value(key))
-        if sizes is not None and sizes[0] > sizes[1]:
-            startstop[STARTSTOP_EXTRA] = startstop.get(STARTSTOP_EXTRA, 0) + sizes[0] - sizes[1]
 
     def _served(self, record: dict) -> int:
         tasks = self.worker.state.tasks

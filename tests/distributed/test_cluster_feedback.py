@@ -52,6 +52,7 @@ def _arrive(values, sequence):
     return Dense(values, sequence)
 
 
+@asafe.report_sizes  # the worker notes its logical and wire sizes when it sizes the output
 class Packed:
     """A compressed payload: small on the wire, reports its dense size."""
 

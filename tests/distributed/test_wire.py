@@ -292,10 +292,10 @@ def test_a_received_frame_reports_the_bytes_saved_and_the_codecs_seconds():
     data = np.round(np.linspace(0.0, 1.0, 1 << 17) * 1024.0) / 1024.0  # 1 MiB of smooth float64
     frame = wire.compress_frame(memoryview(data).cast("B"), 8)
     assert bytes(wire.decompress_frame(frame)) == data.tobytes()
-    saved, seconds = wire.take_received()
-    assert saved == data.nbytes - len(frame) > 0
+    saved, stored, seconds = wire.take_received()
+    assert saved == data.nbytes - len(frame) > 0 and stored == 0
     assert seconds >= wire.stats()["decompress_seconds"] > 0  # decompression, plus the sender's estimate
-    assert wire.take_received() == (0, 0.0)
+    assert wire.take_received() == (0, 0, 0.0)
 
 
 def test_the_link_is_measured_without_the_codecs_seconds():
