@@ -9,11 +9,13 @@ Modules, by theme:
   :class:`CostModel` or a fixed threshold) and :func:`produce` /
   :func:`maybe_compress`, which inspect a block only when the runtime's
   ``"compression"`` optimization is on;
-* :mod:`asafe.compression.kernels` -- the numba product kernels, the
-  parallel/serial dispatch and its settings, the BLAS spin mitigation,
-  single-tile conversions;
+* :mod:`asafe.compression.csr` -- one CSR block: its compact index dtype and
+  the numba kernels that convert and multiply it;
 * :mod:`asafe.compression.layout` -- the flattened arrays a matrix is stored
   in, and the kernels that build and read them;
+* :mod:`asafe.compression.kernels` -- the numba product kernels of a whole
+  matrix, the parallel/serial dispatch and its settings, the BLAS spin
+  mitigation;
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
   dense/sparse test matrices;

@@ -75,7 +75,7 @@ import numpy as np
 
 from asafe import is_on
 
-from . import kernels
+from . import csr
 from .tiles import DENSE, EMPTY, SPARSE, DenseTile, EmptyTile, SparseTile, Tile, is_integer
 
 __all__ = [
@@ -149,7 +149,7 @@ class CostModel:
         1416
         """
         rows, cols = shape
-        index = kernels.index_dtype(cols) if index is None else np.dtype(index)
+        index = csr.index_dtype(cols) if index is None else np.dtype(index)
         return nnz * (np.dtype(dtype).itemsize + index.itemsize) + self.pointer_bytes * (rows + 1)
 
     def threshold(self, shape, dtype, index=None) -> int:
@@ -313,12 +313,12 @@ def inspection_count() -> int:
 def _compress_block(values: np.ndarray, threshold) -> Tile:
     """Inspect a dense block and return it in the form the threshold picks."""
     _record_inspections()
-    total, counts = kernels.count_nonzero_rows(values)
+    total, counts = csr.count_nonzero_rows(values)
     kind = choose_kind(total, values.shape, values.dtype, threshold)
     if kind == EMPTY:
         return EmptyTile(values.shape, values.dtype)
     if kind == SPARSE:
-        indptr, indices, data = kernels.dense_to_csr(values, counts)
+        indptr, indices, data = csr.dense_to_csr(values, counts)
         return SparseTile._from_parts(values.shape, indptr, indices, data)
     return DenseTile(values)
 

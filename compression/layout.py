@@ -14,7 +14,7 @@ tile:
   one CSR over the matrix rows (``row_ptr``, ``col``, ``data``), each row
   holding the non-zeros of the sparse tiles it crosses, sorted by column, with
   narrow unsigned column indices (``uint16`` up to 65536 columns, see
-  :func:`~asafe.compression.kernels.index_dtype`);
+  :func:`~asafe.compression.csr.index_dtype`);
 * **empty tiles** -- nothing.
 
 Why the sparse tiles of a tile row are merged into one row-major CSR rather
@@ -40,10 +40,12 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass, field
 
-import numpy as np
-from numba import njit, prange
+from . import _openmp  # noqa: F401  (the OpenMP wait policy, before numba starts)
 
-from .kernels import W_DENSE, W_NONZERO, W_ROW, index_dtype, is_iso
+import numpy as np  # noqa: E402
+from numba import njit, prange  # noqa: E402
+
+from .csr import index_dtype, is_iso  # noqa: E402
 
 __all__ = [
     "Layout",
@@ -61,6 +63,14 @@ __all__ = [
 ]
 
 _JIT = dict(nogil=True, cache=True)
+
+# Work units of the balance and serial-path estimates (:meth:`Layout.row_work`), in
+# dense-element equivalents (measured relative costs of the inner loops of the
+# product kernels): a sparse non-zero costs an index load and an indirect load
+# of x, a row costs two pointer loads, a branch and a store.
+W_DENSE = 1.0
+W_NONZERO = 2.5
+W_ROW = 4.0
 
 #: Names of the arrays of a :class:`Layout`, in the order of :meth:`Layout.arrays`.
 LAYOUT_ARRAYS = (
@@ -424,7 +434,7 @@ def _record_iso(layout: Layout, same: bool) -> None:
     """Cache :meth:`Layout.iso_value` from a builder's copy, which compared every stored value with the first.
 
     The copy stores no zero (the CSR builder's are rebuilt away), so value
-    equality is bit equality there but for NaN, which :func:`~asafe.compression.kernels.is_iso`
+    equality is bit equality there but for NaN, which :func:`~asafe.compression.csr.is_iso`
     never calls iso: a copy saves the product a pass over the values.
     """
     iso = same and is_iso(layout.data[:1])  # every value equals the first, and the first may be iso (not NaN)
@@ -896,7 +906,7 @@ def extract_sparse_tile(layout: Layout, row_block: int, col_block: int):
     Arrays sized by the tile's own shape ``h x w`` (smaller than ``tile`` at the
     edge, or when the tile is larger than the matrix), as :func:`engine.produce
     <asafe.compression.engine.produce>` makes them: compact indices for ``w``
-    (:func:`~asafe.compression.kernels.index_dtype`), ``int32`` pointers below
+    (:func:`~asafe.compression.csr.index_dtype`), ``int32`` pointers below
     2**31 elements.
 
     Examples

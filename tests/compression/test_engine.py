@@ -17,10 +17,10 @@ from asafe.compression import (
     SparseTile,
     TiledMatrix,
     choose_kind,
+    csr,
     decompress,
     engine,
     inspection_count,
-    kernels,
     layout,
     maybe_compress,
     produce,
@@ -186,7 +186,7 @@ def forbid_inspection(monkeypatch):
         raise AssertionError("a tile was inspected")
 
     for name in ("count_nonzero_rows", "dense_to_csr"):
-        monkeypatch.setattr(kernels, name, boom)
+        monkeypatch.setattr(csr, name, boom)
     monkeypatch.setattr(layout, "dense_tile_counts", boom)
 
 

@@ -7,13 +7,13 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asafe.compression import TiledMatrix, graph500, kernels, layout
+from asafe.compression import TiledMatrix, csr, graph500, kernels, layout
 
 HYPOTHESIS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_doctests():
-    for module in (kernels, layout):
+    for module in (kernels, layout, csr):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
