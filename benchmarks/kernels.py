@@ -779,7 +779,7 @@ def baselines(ctx: Context) -> None:
             with PathCounter() as counter:
                 m = run_measure(ctx, variants, baseline_checker(reference, bound, converters))
             print(summary_table(m))
-            chooser = A.layout._cache.get("path")
+            chooser = A.layout.cache.get("path")
             work = A.layout.work()
             point: dict[str, Any] = {
                 "scale": scale, "n": n, "nnz": int(S.nnz), "tile": tile, "dense_fraction": df,

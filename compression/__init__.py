@@ -11,8 +11,10 @@ Modules, by theme:
   ``"compression"`` optimization is on;
 * :mod:`asafe.compression.csr` -- one CSR block: its compact index dtype and
   the numba kernels that convert and multiply it;
+* :mod:`asafe.compression.tiling` -- the tile grid, and the numba passes that
+  count a matrix's tiles and fill a layout from a dense array or a CSR;
 * :mod:`asafe.compression.layout` -- the flattened arrays a matrix is stored
-  in, and the kernels that build and read them;
+  in, their allocation, and the kernels that read them back;
 * :mod:`asafe.compression.kernels` -- the numba product kernels of a whole
   matrix, the parallel/serial dispatch and its settings, the BLAS spin
   mitigation;

@@ -812,10 +812,11 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
 def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
     """The tiled mixed matrix of ``graph`` overlaid with the dense tiles ``blocks``."""
     from . import layout as layout_mod
+    from . import tiling
     from .matrix import TiledMatrix, _decide
 
     sparse = _without_tiles(graph, n, tile, blocks) if len(blocks) else graph
-    tr_ptr, g_col, g_nnz = layout_mod.csr_tile_counts(sparse.indptr, sparse.indices, (n, n), tile)
+    tr_ptr, g_col, g_nnz = tiling.csr_tile_counts(sparse.indptr, sparse.indices, (n, n), tile)
     g_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
     b_row = np.ascontiguousarray(blocks[:, 0], np.int64) if len(blocks) else np.zeros(0, np.int64)
     b_col = np.ascontiguousarray(blocks[:, 1], np.int64) if len(blocks) else np.zeros(0, np.int64)
@@ -835,7 +836,7 @@ def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
     layout, t_slot = layout_mod.allocate((n, n), tile, np.float64, t_row, t_col, t_nnz, t_dense)
     plan_ptr = np.zeros(tr_ptr.size, np.int64)
     np.cumsum(np.bincount(t_row, minlength=tr_ptr.size - 1), out=plan_ptr[1:])
-    layout_mod.from_csr_plan(sparse, layout, plan_ptr, t_col, t_slot)  # 0/1 graph: no explicit zeros
+    tiling.from_csr_plan(sparse, layout, plan_ptr, t_col, t_slot)  # 0/1 graph: no explicit zeros
     _fill_overlay(np.uint64(key), n, tile, t_row[overlay], t_col[overlay], layout.dense_off[t_slot[overlay]],
                   layout.dense_values)
     return TiledMatrix(layout)

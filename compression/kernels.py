@@ -484,9 +484,9 @@ class PathChooser:
 
 
 def _chooser(layout, key: str) -> PathChooser:
-    chooser = layout._cache.get(key)
+    chooser = layout.cache.get(key)
     if chooser is None:
-        chooser = layout._cache[key] = PathChooser()
+        chooser = layout.cache[key] = PathChooser()
     return chooser
 
 

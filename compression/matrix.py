@@ -48,18 +48,16 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
-from . import engine, kernels
+from . import engine, kernels, tiling
 from . import layout as layout_mod
 from .layout import LAYOUT_ARRAYS, Layout
 from .tiles import DenseTile, EmptyTile, SparseTile, Tile, is_integer, value_dtype
+from .tiling import DENSE_TILE, EMPTY_TILE, SPARSE_TILE, tile_extent, tile_grid
 
 __all__ = ["TiledMatrix", "TransposedTiledMatrix", "EMPTY_TILE", "SPARSE_TILE", "DENSE_TILE"]
 
 _F64 = np.dtype(np.float64)
 _MAX_TILE = 2**62
-
-#: Codes of :meth:`TiledMatrix.tile_kinds`.
-EMPTY_TILE, SPARSE_TILE, DENSE_TILE = 0, 1, 2
 
 
 # ---------------------------------------------------------------------------
@@ -95,19 +93,10 @@ def _as_dense_matrix(D) -> np.ndarray:
     return np.ascontiguousarray(D, dtype=value_dtype(D.dtype, "matrix values"))
 
 
-def _grid(shape, tile) -> tuple[int, int]:
-    return -(-shape[0] // tile), -(-shape[1] // tile)
-
-
-def _extent(size: int, tile: int, block) -> np.ndarray:
-    """Height (or width) of tile rows (columns) ``block``."""
-    return np.minimum(tile, size - tile * np.asarray(block, np.int64))
-
-
 def _decide(shape, tile, dtype, t_row, t_col, t_nnz, threshold) -> np.ndarray:
     """``t_dense``: which of the non-empty tiles stay dense."""
-    h = _extent(shape[0], tile, t_row)
-    w = _extent(shape[1], tile, t_col)
+    h = tile_extent(shape[0], tile, t_row)
+    w = tile_extent(shape[1], tile, t_col)
     return engine.keeps_dense(t_nnz, h, w, dtype, threshold)  # the one rule, as engine.produce
 
 
@@ -201,23 +190,23 @@ class TiledMatrix:
         D = _as_dense_matrix(D)
         tile = _check_tile(tile)
         threshold = engine.check_threshold(threshold)
-        grid = _grid(D.shape, tile)
+        grid = tile_grid(D.shape, tile)
         if engine._wants_compression(compress):
-            counts = layout_mod.dense_tile_counts(D, tile)
+            counts = tiling.dense_tile_counts(D, tile)
             engine.record_inspections(grid[0] * grid[1])
             t_row, t_col = np.nonzero(counts)
             t_nnz = counts[t_row, t_col]
             t_dense = _decide(D.shape, tile, D.dtype, t_row, t_col, t_nnz, threshold)
         else:
             t_row, t_col = (a.ravel() for a in np.indices(grid))
-            t_nnz = _extent(D.shape[0], tile, t_row) * _extent(D.shape[1], tile, t_col)
+            t_nnz = tile_extent(D.shape[0], tile, t_row) * tile_extent(D.shape[1], tile, t_col)
             t_dense = np.ones(t_row.size, bool)
         layout, t_slot = layout_mod.allocate(D.shape, tile, D.dtype, t_row, t_col, t_nnz, t_dense)
         kinds = np.zeros(grid, np.int8)
         kinds[t_row, t_col] = np.where(t_dense, DENSE_TILE, SPARSE_TILE)
         slots = np.zeros(grid, np.int64)
         slots[t_row, t_col] = t_slot
-        layout_mod.from_dense_plan(D, layout, kinds, slots)
+        tiling.from_dense_plan(D, layout, kinds, slots)
         return cls(layout)
 
     @classmethod
@@ -251,11 +240,11 @@ class TiledMatrix:
         # them, not two); when there are any, the build is redone from a copy without
         original, S = S, _canonical_csr(S, check_zeros=False)
         shape = (int(S.shape[0]), int(S.shape[1]))
-        tr_ptr, t_col, t_nnz = layout_mod.csr_tile_counts(S.indptr, S.indices, shape, tile)
+        tr_ptr, t_col, t_nnz = tiling.csr_tile_counts(S.indptr, S.indices, shape, tile)
         t_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
         t_dense = _decide(shape, tile, S.dtype, t_row, t_col, t_nnz, threshold)
         layout, t_slot = layout_mod.allocate(shape, tile, S.dtype, t_row, t_col, t_nnz, t_dense)
-        if layout_mod.from_csr_plan(S, layout, tr_ptr, t_col, t_slot):
+        if tiling.from_csr_plan(S, layout, tr_ptr, t_col, t_slot):
             return cls.from_scipy(_canonical_csr(original), tile, threshold)
         return cls(layout)
 
@@ -327,7 +316,7 @@ class TiledMatrix:
         >>> TiledMatrix.from_dense(np.ones((5, 3)), tile=2).grid
         (3, 2)
         """
-        return _grid(self.shape, self.tile)
+        return tile_grid(self.shape, self.tile)
 
     @property
     def nnz(self) -> int:
@@ -709,7 +698,7 @@ def _as_tile(obj) -> Tile:
 
 def _collect_tiles(shape, tile, tiles) -> list:
     """Check ``((I, J), tile)`` pairs; return the non-empty ones sorted by (I, J)."""
-    nbr, nbc = _grid(shape, tile)
+    nbr, nbc = tile_grid(shape, tile)
     seen = set()
     entries = []
     for item in tiles:

@@ -21,10 +21,10 @@ from asafe.compression import (
     decompress,
     engine,
     inspection_count,
-    layout,
     maybe_compress,
     produce,
     tile_threshold,
+    tiling,
 )
 import asafe.compression as compression
 
@@ -187,7 +187,7 @@ def forbid_inspection(monkeypatch):
 
     for name in ("count_nonzero_rows", "dense_to_csr"):
         monkeypatch.setattr(csr, name, boom)
-    monkeypatch.setattr(layout, "dense_tile_counts", boom)
+    monkeypatch.setattr(tiling, "dense_tile_counts", boom)
 
 
 def test_no_inspection_when_off(forbid_inspection):
