@@ -58,9 +58,10 @@ GraphBLAS and MKL, and skip what is missing)
 ``iso``
     Iso-valued sparse parts: on pure Graph500 graphs (all values 1.0) at
     ``--scales`` (default 11 to 17; tile 128 up to scale 11, 256 above), the
-    serial product kernel of one layout handed its values array and handed its
-    one value (``Layout.product_arrays``), interleaved with scipy's CSR product
-    on one thread. What iso-valued storage is worth, apart from everything else.
+    serial product kernel (``kernels.matvec_unchecked``, ``parallel=False``)
+    handed the layout's values array and handed its one value
+    (``Layout.product_arrays``), interleaved with scipy's CSR product on one
+    thread. What iso-valued storage is worth, apart from everything else.
 
 ``baselines``
     The strong baselines, every library at 1 and 2 threads (``--threads``) on a
@@ -650,27 +651,26 @@ def baseline_checker(reference: np.ndarray, bound: np.ndarray, converters: dict[
 
 
 class PathCounter:
-    """Counts the products that took asafe's parallel kernel (wraps the module's parallel call)."""
+    """Counts the products that took asafe's parallel kernel inside the ``with`` block.
+
+    ``parallel``: the difference of :func:`asafe.compression.kernels.parallel_runs`
+    between entry and exit (the products of this process).
+    """
 
     def __init__(self) -> None:
         from asafe.compression import kernels
 
         self.kernels = kernels
-        self.original = kernels._matvec_parallel_call
         self.parallel = 0
-
-        def counted(*args, **kwargs):
-            self.parallel += 1
-            return self.original(*args, **kwargs)
-
-        self.counted = counted
+        self._start = 0
 
     def __enter__(self) -> "PathCounter":
-        self.kernels._matvec_parallel_call = self.counted
+        self._start = self.kernels.parallel_runs()
+        self.parallel = 0
         return self
 
     def __exit__(self, *exc) -> None:
-        self.kernels._matvec_parallel_call = self.original
+        self.parallel = self.kernels.parallel_runs() - self._start
 
 
 def asafe_variant(A, x, threads: int, calls: list[int]) -> Callable[[], Any]:
@@ -790,8 +790,8 @@ def baselines(ctx: Context) -> None:
                     "calls_2t_and_more": sum(calls[t][0] for t in threads_list if t > 1),
                     "parallel_calls": counter.parallel,
                     "chooser": None if chooser is None else {
-                        "serial_median_s": chooser._median(False) if chooser.times[0] else None,
-                        "parallel_median_s": chooser._median(True) if chooser.times[1] else None,
+                        "serial_median_s": chooser.median(False) if chooser.times[0] else None,
+                        "parallel_median_s": chooser.median(True) if chooser.times[1] else None,
                         "last_best": None if chooser.last_best is None else
                         ("parallel" if chooser.last_best else "serial")},
                 },
@@ -1165,6 +1165,7 @@ def calibrate(ctx: Context) -> None:
 @section("iso", "the serial kernel with and without the values read, on pure Graph500 graphs (iso-valued)")
 def iso(ctx: Context) -> None:
     from asafe.compression import TiledMatrix, graph500, kernels
+    from asafe.compression.layout import LAYOUT_ARRAYS, Layout
 
     scales = ctx.args.scales or ((9, 10) if ctx.quick else (11, 12, 13, 14, 15, 16, 17))
     rows, record = [], {"points": []}
@@ -1177,18 +1178,17 @@ def iso(ctx: Context) -> None:
         m, n = lay.shape
         x = np.random.default_rng(scale).random(n)
         reference, bound = baseline_reference(S, x)
-        def serial_product(args, m=m, n=n, tile=lay.tile, x=x):
-            """The serial kernel with these layout arguments (values array or one value) into its own y."""
+        # the same arrays, in a layout told that its sparse values are not iso: its products read them
+        values = Layout(shape=lay.shape, tile=lay.tile, **dict(zip(LAYOUT_ARRAYS, lay.arrays())),
+                        cache={"iso": None})
+
+        def serial_product(layout, m=m, x=x):
+            """The serial kernel of this layout's product (values array or one value) into its own y."""
             y = np.empty(m)
+            return lambda: kernels.matvec_unchecked(layout, x, y, parallel=False)
 
-            def run():
-                kernels._matvec_serial(m, n, tile, x, y, *args)
-                return y
-
-            return run
-
-        variants = {"values read": serial_product(lay.kernel_arrays()),
-                    "iso (one value)": serial_product(lay.product_arrays()), "scipy CSR": lambda S=S: S @ x}
+        variants = {"values read": serial_product(values),
+                    "iso (one value)": serial_product(lay), "scipy CSR": lambda S=S: S @ x}
         meas = run_measure(ctx, variants, baseline_checker(reference, bound, {}))
         point = {"scale": scale, "tile": tile, "nnz": int(S.nnz), "measurements": meas,
                  "bytes": {"values read": lay.nbytes, "iso (one value)": lay.product_nbytes}}

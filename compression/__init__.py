@@ -18,6 +18,8 @@ Modules, by theme:
 * :mod:`asafe.compression.kernels` -- the numba product kernels of a whole
   matrix, the parallel/serial dispatch and its settings, the BLAS spin
   mitigation;
+* :mod:`asafe.compression.build` -- the constructors' work: input checks, the
+  count pass, the engine's decision, allocation and the fill;
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
   dense/sparse test matrices;

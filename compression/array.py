@@ -598,14 +598,10 @@ def _cost_threshold(threshold, reuse):
     return engine.CostModel(reuse=float(reuse))
 
 
-def _wants(compress) -> bool:
-    return asafe.is_on(engine.OPTIMIZATION) if compress is None else bool(compress)
-
-
 @asafe.typed(asafe.COMPUTE)
 def _block_from_csr(S, tile, threshold, compress) -> TiledBlock:
     """One chunk from its CSR block; through the engine when compression is on."""
-    if not _wants(compress):
+    if not engine.wants_compression(compress):
         threshold = tile * tile + 1  # off: every stored tile keeps its sparse form
     return TiledBlock.from_scipy(S, tile, threshold=threshold)
 
@@ -613,7 +609,7 @@ def _block_from_csr(S, tile, threshold, compress) -> TiledBlock:
 @asafe.typed(asafe.COMPUTE)
 def _block_from_dense(D, tile, threshold, compress) -> TiledBlock:
     """One chunk from a dense block: inspected only when compression is on."""
-    return TiledBlock.from_dense(D, tile, threshold=threshold, compress=_wants(compress))
+    return TiledBlock.from_dense(D, tile, threshold=threshold, compress=engine.wants_compression(compress))
 
 
 def _check_tile(tile) -> int:

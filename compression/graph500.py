@@ -811,9 +811,9 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
 
 def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
     """The tiled mixed matrix of ``graph`` overlaid with the dense tiles ``blocks``."""
+    from . import engine, tiling
     from . import layout as layout_mod
-    from . import tiling
-    from .matrix import TiledMatrix, _decide
+    from .matrix import TiledMatrix
 
     sparse = _without_tiles(graph, n, tile, blocks) if len(blocks) else graph
     tr_ptr, g_col, g_nnz = tiling.csr_tile_counts(sparse.indptr, sparse.indices, (n, n), tile)
@@ -827,7 +827,7 @@ def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
     overlay = np.concatenate([np.zeros(g_row.size, bool), np.ones(b_row.size, bool)])
     order = np.lexsort((t_col, t_row))  # the graph has no entry in an overlaid tile: no ties
     t_row, t_col, t_nnz, overlay = t_row[order], t_col[order], t_nnz[order], overlay[order]
-    t_dense = _decide((n, n), tile, np.dtype(np.float64), t_row, t_col, t_nnz, threshold)
+    t_dense = engine.keeps_dense_on_grid((n, n), tile, np.dtype(np.float64), t_row, t_col, t_nnz, threshold)
     if (overlay & ~t_dense).any():  # an overlaid tile stored sparse: the general path
         out = _without_tiles(graph, n, tile, blocks)
         out = (out + _dense_csr(key, n, tile, blocks)).tocsr()

@@ -54,11 +54,12 @@ float64 (the :class:`~asafe.compression.TiledMatrix` methods convert).
 Checked entry points
 --------------------
 numba does no bounds checks: a vector of the wrong length would be read or
-written out of bounds. The public :func:`matvec`, :func:`rmatvec` (and
-:func:`~asafe.compression.csr.csr_matvec` for one block) check lengths, dtypes, contiguity, writability and overlap
-of their arguments (O(1), about 1 us) before they call the ``@njit`` kernels;
+written out of bounds. The public :func:`matvec` and :func:`rmatvec` (and
+:func:`~asafe.compression.csr.csr_matvec` for one block) check lengths,
+dtypes, contiguity, writability and overlap of their arguments (O(1), about
+1 us) before they call the ``@njit`` kernels;
 :class:`~asafe.compression.TiledMatrix`, which checks user input itself, calls
-the unchecked ``_matvec`` and ``_rmatvec`` behind them.
+:func:`matvec_unchecked` and :func:`rmatvec_unchecked` behind them.
 
 Concurrent callers
 ------------------
@@ -153,7 +154,10 @@ __all__ = [
     "configure",
     "matvec",
     "rmatvec",
+    "matvec_unchecked",
+    "rmatvec_unchecked",
     "PathChooser",
+    "parallel_runs",
     "work_estimate",
 ]
 
@@ -415,6 +419,7 @@ def _rmatvec_serial(m, n, tile, x, y,
 
 # One parallel product at a time per process (see "Concurrent callers" above).
 _parallel_slot = threading.Lock()
+_parallel_runs = 0  # products that ran a parallel kernel; changed only while the slot is held
 
 
 class PathChooser:
@@ -454,7 +459,8 @@ class PathChooser:
         self.next_probe = self.min_period
         self.last_best: bool | None = None
 
-    def _median(self, parallel: bool) -> float:
+    def median(self, parallel: bool) -> float:
+        """The median of the kept times of a path (``True``: the parallel one); it must have one."""
         times = sorted(self.times[parallel])
         return times[len(times) // 2]
 
@@ -464,7 +470,7 @@ class PathChooser:
         serial, parallel = self.times
         if len(parallel) < self.warm or len(serial) < self.warm:
             return len(parallel) <= len(serial)
-        best = self._median(True) < self._median(False)
+        best = self.median(True) < self.median(False)
         if best != self.last_best:
             if self.last_best is not None:
                 self.period = self.min_period
@@ -523,7 +529,9 @@ def _run(layout, x, y, parallel, key, serial_kernel, parallel_call) -> None:
     start = time.perf_counter()
     ran_parallel = False
     if parallel and _parallel_slot.acquire(blocking=False):
+        global _parallel_runs
         try:
+            _parallel_runs += 1
             parallel_call(layout, x, y, cfg.threads)
             ran_parallel = True
         finally:
@@ -548,14 +556,50 @@ def _check_product(layout, x, y, parallel, transpose: bool) -> None:
         raise TypeError(f"parallel must be None, True or False, got {parallel!r}")
 
 
-def _matvec(layout, x, y, parallel=None) -> np.ndarray:
-    """:func:`matvec` without the checks (callers that checked already)."""
+def parallel_runs() -> int:
+    """Products (:func:`matvec` and :func:`rmatvec`) that ran a parallel kernel in this process.
+
+    Benchmarks read it before and after a measurement to see which path the
+    products took.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> A = TiledMatrix.from_dense(np.eye(3), tile=2)
+    >>> before = parallel_runs()
+    >>> _ = matvec(A.layout, np.ones(3), np.empty(3), parallel=True)
+    >>> parallel_runs() - before
+    1
+    """
+    return _parallel_runs
+
+
+def matvec_unchecked(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`matvec` without its checks, for callers that checked ``x`` and ``y`` already.
+
+    :class:`~asafe.compression.TiledMatrix` checks and converts user input
+    itself and calls this. A wrong length or dtype here reads or writes out of
+    bounds.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> matvec_unchecked(TiledMatrix.from_dense(np.eye(2), tile=1).layout, np.ones(2), np.empty(2))
+    array([1., 1.])
+    """
     _run(layout, x, y, parallel, "path", _matvec_serial, _matvec_parallel_call)
     return y
 
 
-def _rmatvec(layout, x, y, parallel=None) -> np.ndarray:
-    """:func:`rmatvec` without the checks (callers that checked already)."""
+def rmatvec_unchecked(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`rmatvec` without its checks (see :func:`matvec_unchecked`).
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> rmatvec_unchecked(TiledMatrix.from_dense(np.eye(2), tile=1).layout, np.ones(2), np.empty(2))
+    array([1., 1.])
+    """
     if layout.shape[1] == 0:
         return y
     _run(layout, x, y, parallel, "rpath", _rmatvec_serial, _rmatvec_parallel_call)
@@ -587,7 +631,7 @@ def matvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -
     ValueError: x must have shape (3,) (the number of columns of the matrix), got (2,)
     """
     _check_product(layout, x, y, parallel, False)
-    return _matvec(layout, x, y, parallel)
+    return matvec_unchecked(layout, x, y, parallel)
 
 
 def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
@@ -605,4 +649,4 @@ def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) 
     array([1., 5.])
     """
     _check_product(layout, x, y, parallel, True)
-    return _rmatvec(layout, x, y, parallel)
+    return rmatvec_unchecked(layout, x, y, parallel)

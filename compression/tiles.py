@@ -308,8 +308,20 @@ class SparseTile(Tile):
             raise ValueError(f"column index {int(i.max())} out of range for a tile {cols} wide")
 
     @classmethod
-    def _from_parts(cls, shape, indptr, indices, data) -> "SparseTile":
-        """Trusted constructor: no conversion, no check (unpickling, views)."""
+    def from_parts(cls, shape, indptr, indices, data) -> "SparseTile":
+        """Trusted constructor: the arrays are taken as they are, with no conversion and no check.
+
+        For arrays already in a tile's form (``int32`` or ``int64`` pointers,
+        compact unsigned indices, float values): the engine's conversion of a
+        block, the tiles a matrix hands out, unpickling. Anything else goes
+        through ``SparseTile(...)``.
+
+        Examples
+        --------
+        >>> t = SparseTile.from_parts((1, 2), np.array([0, 1], np.int32), np.array([1], np.uint8), np.array([4.0]))
+        >>> t.to_dense()
+        array([[0., 4.]])
+        """
         self = object.__new__(cls)
         self.shape = tuple(shape)
         self.indptr, self.indices, self.data = indptr, indices, data
@@ -371,7 +383,7 @@ class SparseTile(Tile):
                               shape=self.shape)
 
     def __reduce__(self):
-        return (SparseTile._from_parts, (self.shape, self.indptr, self.indices, self.data))
+        return (SparseTile.from_parts, (self.shape, self.indptr, self.indices, self.data))
 
 
 def _compact_indices(indices: np.ndarray, cols: int) -> np.ndarray:
