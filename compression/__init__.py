@@ -23,9 +23,11 @@ Modules, by theme:
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
   dense/sparse test matrices;
+* :mod:`asafe.compression.blocks` -- the chunk types :class:`TiledBlock` and
+  :class:`TransposedTiledBlock`, registered with Dask;
 * :mod:`asafe.compression.array` -- dask.array integration: dask arrays whose
   chunks are tiled blocks (:func:`from_scipy`, :func:`from_array`,
-  :func:`from_graph500`), registered with Dask as a chunk type.
+  :func:`from_graph500`).
 
 Examples
 --------
@@ -85,8 +87,8 @@ _HOME = {
     "inspection_count": "engine",
     "graph500": "graph500",
     "TiledArray": "array",
-    "TiledBlock": "array",
-    "TransposedTiledBlock": "array",
+    "TiledBlock": "blocks",
+    "TransposedTiledBlock": "blocks",
     "from_scipy": "array",
     "from_array": "array",
     "from_graph500": "array",
