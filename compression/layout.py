@@ -1,4 +1,4 @@
-"""The flattened layout of a tiled matrix, and the kernels that build and read it.
+"""The flattened layout of a tiled matrix: its arrays, their allocation, and the kernels that read them back.
 
 A :class:`Layout` holds every tile of a :class:`~asafe.compression.TiledMatrix`
 in a few arrays, so that a numba kernel walks them with no Python object per
