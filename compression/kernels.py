@@ -1,4 +1,4 @@
-"""Numba kernels of the tile engine, behind a thin typed dispatcher.
+"""The product kernels of a tiled matrix (numba), behind a thin typed dispatcher.
 
 What the kernels walk
 ---------------------

@@ -16,7 +16,7 @@ A matrix is built in two passes over its input (see
 
 The CSR passes run in parallel over tile rows from :data:`PARALLEL_BUILD_NNZ`
 non-zeros on, and below it in serial twins of the same kernels (see
-:func:`_serial_twin` for why a twin needs a name of its own). :func:`tile_grid`
+``_serial_twin`` for why a twin needs a name of its own). :func:`tile_grid`
 and :func:`tile_extent` are the geometry of the grid every module shares: the
 last tile row and column are smaller when the tile does not divide the shape.
 
