@@ -11,7 +11,8 @@ from numba import njit
 
 from asafe.compression import TiledMatrix
 from asafe.compression import layout as layout_mod
-from asafe.compression import matrix as matrix_mod
+from asafe.compression.build import canonical_csr
+from asafe.compression.engine import keeps_dense_on_grid
 
 __all__ = ["old_from_scipy"]
 
@@ -74,13 +75,13 @@ def _old_fill_from_csr(indptr, indices, values, m, n, tile, tr_ptr, t_col, t_slo
 
 
 def old_from_scipy(S, tile, threshold=None):
-    S = matrix_mod._canonical_csr(S)
+    S = canonical_csr(S)
     m, n = shape = (int(S.shape[0]), int(S.shape[1]))
     nbr, nbc = -(-m // tile), -(-n // tile)
     cap = int(min(S.indices.size, nbr * nbc))
     tr_ptr, t_col, t_nnz = _old_csr_tile_counts(S.indptr, S.indices, m, tile, nbc, cap)
     t_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
-    t_dense = matrix_mod._decide(shape, tile, S.dtype, t_row, t_col, t_nnz, threshold)
+    t_dense = keeps_dense_on_grid(shape, tile, S.dtype, t_row, t_col, t_nnz, threshold)
     lay, t_slot = layout_mod.allocate(shape, tile, S.dtype, t_row, t_col, t_nnz, t_dense)
     _old_fill_from_csr(S.indptr, S.indices, S.data, m, n, tile, tr_ptr, t_col, t_slot,
                        lay.dense_off, lay.dense_values, lay.row_ptr, lay.col, lay.data)

@@ -131,9 +131,9 @@ def _rows(n: int) -> int:
 def _release_generated(client) -> None:
     """Drop the graphs from_graph500 cached in the worker processes."""
     def clear():
-        from asafe.compression import array
+        from asafe.compression import graph500
 
-        array._GRAPHS.clear()
+        graph500.clear_cache()
         gc.collect()
 
     client.run(clear)
@@ -155,7 +155,7 @@ def section_matvec(ctx: dict[str, Any], client, scale: int, fraction: float) -> 
 
     import asafe.compression as ac
     from asafe.compression import graph500
-    from asafe.compression.array import _matmul_graph
+    from asafe.compression.array import matmul_graph
 
     results: Results = ctx["results"]
     label = f"scale {scale}, dense fraction {fraction}"
@@ -225,7 +225,7 @@ def section_matvec(ctx: dict[str, Any], client, scale: int, fraction: float) -> 
         CSR: lambda: np.concatenate(client.gather(
             [client.submit(_csr_matvec, b, v, pure=False) for v in [xs[CSR].next()] for b in blocks])),
         ASAFE: lambda: (A @ xs[ASAFE].next()).compute(),
-        FLOOR: lambda: _matmul_graph(A, xs[FLOOR].next(), kernel=_no_product).compute(),
+        FLOOR: lambda: matmul_graph(A, xs[FLOOR].next(), kernel=_no_product).compute(),
     }
     m = measure(variants, check=check, rel_ci=ctx["rel_ci"], max_seconds=ctx["max_seconds"], min_samples=7,
                 warmup=2)

@@ -9,17 +9,25 @@ Modules, by theme:
   :class:`CostModel` or a fixed threshold) and :func:`produce` /
   :func:`maybe_compress`, which inspect a block only when the runtime's
   ``"compression"`` optimization is on;
-* :mod:`asafe.compression.kernels` -- the numba product kernels, the
-  parallel/serial dispatch and its settings, the BLAS spin mitigation,
-  single-tile conversions;
+* :mod:`asafe.compression.csr` -- one CSR block: its compact index dtype and
+  the numba kernels that convert and multiply it;
+* :mod:`asafe.compression.tiling` -- the tile grid, and the numba passes that
+  count a matrix's tiles and fill a layout from a dense array or a CSR;
 * :mod:`asafe.compression.layout` -- the flattened arrays a matrix is stored
-  in, and the kernels that build and read them;
+  in, their allocation, and the kernels that read them back;
+* :mod:`asafe.compression.kernels` -- the numba product kernels of a whole
+  matrix, the parallel/serial dispatch and its settings, the BLAS spin
+  mitigation;
+* :mod:`asafe.compression.build` -- the constructors' work: input checks, the
+  count pass, the engine's decision, allocation and the fill;
 * :mod:`asafe.compression.matrix` -- :class:`TiledMatrix`;
 * :mod:`asafe.compression.graph500` -- Graph500 Kronecker matrices and mixed
   dense/sparse test matrices;
+* :mod:`asafe.compression.blocks` -- the chunk types :class:`TiledBlock` and
+  :class:`TransposedTiledBlock`, registered with Dask;
 * :mod:`asafe.compression.array` -- dask.array integration: dask arrays whose
   chunks are tiled blocks (:func:`from_scipy`, :func:`from_array`,
-  :func:`from_graph500`), registered with Dask as a chunk type.
+  :func:`from_graph500`).
 
 Examples
 --------
@@ -79,8 +87,8 @@ _HOME = {
     "inspection_count": "engine",
     "graph500": "graph500",
     "TiledArray": "array",
-    "TiledBlock": "array",
-    "TransposedTiledBlock": "array",
+    "TiledBlock": "blocks",
+    "TransposedTiledBlock": "blocks",
     "from_scipy": "array",
     "from_array": "array",
     "from_graph500": "array",

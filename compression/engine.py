@@ -75,8 +75,9 @@ import numpy as np
 
 from asafe import is_on
 
-from . import kernels
+from . import csr
 from .tiles import DENSE, EMPTY, SPARSE, DenseTile, EmptyTile, SparseTile, Tile, is_integer
+from .tiling import tile_extent
 
 __all__ = [
     "CostModel",
@@ -85,12 +86,14 @@ __all__ = [
     "tile_threshold",
     "tile_thresholds",
     "keeps_dense",
+    "keeps_dense_on_grid",
     "choose_kind",
     "produce",
     "maybe_compress",
     "decompress",
     "inspection_count",
     "record_inspections",
+    "wants_compression",
 ]
 
 OPTIMIZATION = "compression"
@@ -149,7 +152,7 @@ class CostModel:
         1416
         """
         rows, cols = shape
-        index = kernels.index_dtype(cols) if index is None else np.dtype(index)
+        index = csr.index_dtype(cols) if index is None else np.dtype(index)
         return nnz * (np.dtype(dtype).itemsize + index.itemsize) + self.pointer_bytes * (rows + 1)
 
     def threshold(self, shape, dtype, index=None) -> int:
@@ -268,6 +271,24 @@ def keeps_dense(nnz, rows, cols, dtype=np.float64, threshold=None) -> np.ndarray
     return np.asarray(nnz, np.int64) >= tile_thresholds(rows, cols, dtype, threshold)
 
 
+def keeps_dense_on_grid(shape, tile, dtype, t_row, t_col, t_nnz, threshold=None) -> np.ndarray:
+    """:func:`keeps_dense` for tiles named by their place on a matrix's grid.
+
+    Tile ``k`` is cell ``(t_row[k], t_col[k])`` of an ``m x n`` matrix
+    (``shape``) cut into ``tile x tile`` blocks, with ``t_nnz[k] > 0``
+    non-zeros; edge tiles are smaller. The matrix builders ask this for all
+    their non-empty tiles at once.
+
+    Examples
+    --------
+    >>> keeps_dense_on_grid((5, 5), 4, np.float64, [0, 1], [0, 1], [16, 1], threshold=2)
+    array([ True, False])
+    """
+    h = tile_extent(shape[0], tile, t_row)
+    w = tile_extent(shape[1], tile, t_col)
+    return keeps_dense(t_nnz, h, w, dtype, threshold)
+
+
 def choose_kind(nnz: int, shape, dtype=np.float64, threshold=None) -> str:
     """The form a tile with ``nnz`` non-zeros gets: ``"empty"``, ``"sparse"`` or ``"dense"``.
 
@@ -288,12 +309,6 @@ _inspected = 0
 _inspected_lock = threading.Lock()
 
 
-def _record_inspections(blocks: int = 1) -> None:
-    global _inspected
-    with _inspected_lock:
-        _inspected += blocks
-
-
 def inspection_count() -> int:
     """Blocks inspected (counted for a compression decision) in this process.
 
@@ -312,18 +327,29 @@ def inspection_count() -> int:
 
 def _compress_block(values: np.ndarray, threshold) -> Tile:
     """Inspect a dense block and return it in the form the threshold picks."""
-    _record_inspections()
-    total, counts = kernels.count_nonzero_rows(values)
+    record_inspections()
+    total, counts = csr.count_nonzero_rows(values)
     kind = choose_kind(total, values.shape, values.dtype, threshold)
     if kind == EMPTY:
         return EmptyTile(values.shape, values.dtype)
     if kind == SPARSE:
-        indptr, indices, data = kernels.dense_to_csr(values, counts)
-        return SparseTile._from_parts(values.shape, indptr, indices, data)
+        indptr, indices, data = csr.dense_to_csr(values, counts)
+        return SparseTile.from_parts(values.shape, indptr, indices, data)
     return DenseTile(values)
 
 
-def _wants_compression(compress) -> bool:
+def wants_compression(compress) -> bool:
+    """Whether a block is to be inspected: ``compress`` itself, or the runtime's word when it is None.
+
+    ``None`` asks ``asafe.is_on("compression")`` (``False`` outside an adaptive
+    run); ``True`` and ``False`` force it. Every producer of tiles asks this
+    before it reads a value.
+
+    Examples
+    --------
+    >>> wants_compression(True), wants_compression(None)   # outside an adaptive run
+    (True, False)
+    """
     if compress is None:
         return is_on(OPTIMIZATION)
     return bool(compress)
@@ -358,7 +384,7 @@ def produce(block, compress=None, threshold=None) -> Tile:
     'empty'
     """
     tile = DenseTile(block)  # no inspection: a check of shape and dtype, no copy
-    if not _wants_compression(compress):
+    if not wants_compression(compress):
         return tile
     return _compress_block(tile.values, threshold)
 
@@ -379,7 +405,7 @@ def maybe_compress(tile: Tile, compress=None, threshold=None) -> Tile:
     """
     if not isinstance(tile, Tile):
         raise TypeError(f"maybe_compress expects a Tile, got {type(tile).__name__}; use produce() for arrays")
-    if tile.kind != DENSE or not _wants_compression(compress):
+    if tile.kind != DENSE or not wants_compression(compress):
         return tile
     new = _compress_block(tile.values, threshold)
     return tile if new.kind == DENSE else new
@@ -400,7 +426,7 @@ def decompress(tile: Tile) -> DenseTile:
     return DenseTile(tile.to_dense())
 
 
-def record_inspections(blocks: int) -> None:
+def record_inspections(blocks: int = 1) -> None:
     """Add ``blocks`` to :func:`inspection_count` (whole-matrix constructors call it).
 
     Examples
@@ -408,5 +434,7 @@ def record_inspections(blocks: int) -> None:
     >>> before = inspection_count(); record_inspections(3); inspection_count() - before
     3
     """
-    _record_inspections(blocks)
+    global _inspected
+    with _inspected_lock:
+        _inspected += blocks
 

@@ -92,6 +92,16 @@ reproduce. All inputs are validated on entry; a size whose estimated peak memory
 the memory available now (``psutil``) raises :class:`GraphTooLargeError` (a ``ValueError`` and a
 ``MemoryError``) with the estimate.
 
+Where the code lives
+--------------------
+This module checks every input and holds the public functions; the pieces they
+are made of, unvalidated (the generator and kernel 1, the tile choice, the
+values, the CSR assembly, the tile stream) are in the private
+``_graph500_parts``, and the numba side of :func:`mixed_tiled` in
+``_graph500_kernels``, imported on its first call. :func:`mixed_rows` makes one
+band of rows of a mixed matrix (what :func:`~asafe.compression.from_graph500`'s
+chunks do on the workers).
+
 References
 ----------
 Graph500 specification and reference code, ``octave/kronecker_generator.m`` and
@@ -99,12 +109,14 @@ Graph500 specification and reference code, ``octave/kronecker_generator.m`` and
 """
 from __future__ import annotations
 
-import math
 import numbers
 import operator
+import threading
 
 import numpy as np
 import scipy.sparse as sp
+
+from . import _graph500_parts as parts
 
 __all__ = [
     "GraphTooLargeError",
@@ -115,17 +127,15 @@ __all__ = [
     "mixed_matrix",
     "iter_mixed_tiles",
     "mixed_tiled",
+    "mixed_rows",
+    "clear_cache",
+    "check_mixed",
 ]
 
 #: Graph500 initiator probabilities (A, B, C, D).
-INITIATOR = (0.57, 0.19, 0.19, 0.05)
+INITIATOR = parts.INITIATOR
 
 MAX_SCALE = 40
-
-# Stream tags appended to an integer seed: independent streams for the dense-tile choice and
-# the dense values (the graph itself uses ``default_rng(seed)``).
-_TAG_TILES = 0x7A11E5
-_TAG_VALUES = 0x5A1E5
 
 # Estimated peak bytes per generated edge of kronecker() (endpoints, random buffer, bit masks,
 # then the kernel-1 CSR: upper triangle, its transpose and the symmetric sum); measured with
@@ -135,8 +145,6 @@ _BYTES_PER_EDGE_64 = 112
 # Peak bytes per dense entry in mixed_matrix() (CSR of the dense part, then the merged result);
 # measured with tracemalloc at about 27, rounded up.
 _BYTES_PER_DENSE_ENTRY = 48
-# Dense entries hashed per batch in mixed_matrix() (bounds the hash temporaries).
-_DENSE_BATCH = 1 << 20
 
 
 class GraphTooLargeError(ValueError, MemoryError):
@@ -220,73 +228,14 @@ def _check_memory(what, estimate):
         )
 
 
-def _index_dtype(n):
-    """Smallest signed integer dtype that holds the labels ``0 .. n-1``."""
-    return np.int32 if n <= 2**31 else np.int64
-
-
 def _graph_bytes(scale, edgefactor):
     """Estimated peak bytes of :func:`kronecker` (and of the edge list)."""
     n = 1 << scale
-    per_edge = _BYTES_PER_EDGE_32 if _index_dtype(n) is np.int32 else _BYTES_PER_EDGE_64
+    per_edge = _BYTES_PER_EDGE_32 if parts.label_dtype(n) is np.int32 else _BYTES_PER_EDGE_64
     return edgefactor * n * per_edge
 
 
-def _grid(scale, tile):
-    """Number of tile rows (= tile columns) of the ``2**scale`` matrix."""
-    return _grid_n(1 << scale, tile)
-
-
-def _grid_n(n, tile):
-    """Number of tile rows (= tile columns) of an ``n x n`` matrix."""
-    return -(-n // tile)
-
-
-def _dense_count(nb, fraction):
-    """Number of dense tiles: ``fraction * nb**2`` rounded to nearest, halves up."""
-    return min(nb * nb, math.floor(fraction * nb * nb + 0.5))
-
-
 # --------------------------------------------------------------------------- generator
-
-
-def _kronecker_endpoints(scale, edgefactor, rng):
-    """Draw the ``M`` (start, end) labels, bit level by bit level, then relabel them.
-
-    Returns two arrays of the index dtype; self-loops and duplicates are kept.
-    """
-    a, b, c, _ = INITIATOR
-    ab = a + b
-    c_norm = c / (1.0 - ab)
-    a_norm = a / ab
-    n = 1 << scale
-    m = edgefactor * n
-    dtype = _index_dtype(n)
-    ii = np.zeros(m, dtype=dtype)
-    jj = np.zeros(m, dtype=dtype)
-    u = np.empty(m)
-    ibit = np.empty(m, dtype=bool)
-    jbit = np.empty(m, dtype=bool)
-    tmp = np.empty(m, dtype=bool)
-    shifted = np.empty(m, dtype=dtype)
-    for ib in range(scale):
-        rng.random(out=u)
-        np.greater(u, ab, out=ibit)
-        rng.random(out=u)
-        # jbit = u > (c_norm if ibit else a_norm); since c_norm > a_norm this is
-        # (u > a_norm) and not (ibit and u <= c_norm), without a float temporary.
-        np.greater(u, a_norm, out=jbit)
-        np.less_equal(u, c_norm, out=tmp)
-        tmp &= ibit
-        np.logical_not(tmp, out=tmp)
-        jbit &= tmp
-        np.left_shift(ibit, ib, out=shifted, dtype=dtype)
-        ii |= shifted
-        np.left_shift(jbit, ib, out=shifted, dtype=dtype)
-        jj |= shifted
-    del u, ibit, jbit, tmp, shifted
-    perm = rng.permutation(n).astype(dtype, copy=False)
-    return perm[ii], perm[jj]
 
 
 def kronecker_edges(scale, edgefactor=16, seed=0):
@@ -321,33 +270,12 @@ def kronecker_edges(scale, edgefactor=16, seed=0):
     _check_memory(f"kronecker_edges(scale={scale}, edgefactor={edgefactor})",
                   _graph_bytes(scale, edgefactor) + (16 * edgefactor << scale))
     rng = np.random.default_rng(seed)
-    ii, jj = _kronecker_endpoints(scale, edgefactor, rng)
+    ii, jj = parts.kronecker_endpoints(scale, edgefactor, rng)
     order = rng.permutation(ii.size)
     ij = np.empty((2, ii.size), dtype=np.int64)
     ij[0] = ii[order]
     ij[1] = jj[order]
     return ij
-
-
-def _kernel_1(ii, jj, n):
-    """Graph500 kernel 1: drop self-loops, symmetrise, collapse duplicates to 1.0 (CSR)."""
-    # Orient every edge as (low, high): duplicates in either direction meet in the upper
-    # triangle, so only M entries (not 2M) go through the sort-and-merge of tocsr().
-    lo = np.minimum(ii, jj)
-    np.maximum(ii, jj, out=jj)
-    hi = jj
-    keep = lo != hi
-    lo = lo[keep]
-    hi = hi[keep]
-    del keep
-    upper = sp.csr_matrix(
-        (np.ones(lo.size), (lo, hi)), shape=(n, n)
-    )  # duplicates are summed here ...
-    del lo, hi
-    upper.data[:] = 1.0  # ... and collapsed to one entry of value 1 (spones)
-    graph = (upper + upper.T).tocsr()
-    graph.sort_indices()
-    return graph
 
 
 def kronecker(scale, edgefactor=16, seed=0):
@@ -394,57 +322,10 @@ def kronecker(scale, edgefactor=16, seed=0):
     seed = _seed_int(seed)
     _check_memory(f"kronecker(scale={scale}, edgefactor={edgefactor})",
                   _graph_bytes(scale, edgefactor))
-    return _kronecker(scale, edgefactor, seed)
-
-
-def _kronecker(scale, edgefactor, seed):
-    """:func:`kronecker` without validation (``seed`` an int)."""
-    rng = np.random.default_rng(seed)
-    ii, jj = _kronecker_endpoints(scale, edgefactor, rng)
-    return _kernel_1(ii, jj, 1 << scale)
+    return parts.kronecker_graph(scale, edgefactor, seed)
 
 
 # --------------------------------------------------------------------------- dense tiles
-
-
-def _unrank_pairs(k):
-    """Map pair ranks ``k`` to ``(i, j)``, ``i > j``, ranked as ``k = i*(i-1)/2 + j``."""
-    i = np.floor((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
-    # Correct float rounding by at most one either way.
-    i -= (i * (i - 1) // 2 > k)
-    i += ((i + 1) * i // 2 <= k)
-    return i, k - i * (i - 1) // 2
-
-
-def _diagonal_count(nb, k):
-    """Diagonal tiles among ``k`` symmetric dense tiles (see the module docstring)."""
-    lo = max(0, k - nb * (nb - 1))
-    hi = min(nb, k)
-    d = round(k / nb)
-    if (d - k) % 2:
-        # Move to the nearer value of the right parity (toward k / nb).
-        d = d + 1 if k / nb > d else d - 1
-    if d < lo:
-        d = lo
-    if d > hi:
-        d = hi - ((hi - k) % 2)
-    return d
-
-
-def _dense_tiles(scale, tile, fraction, seed):
-    """:func:`dense_tiles` without validation (``seed`` an int)."""
-    nb = _grid(scale, tile)
-    k = _dense_count(nb, fraction)
-    d = _diagonal_count(nb, k)
-    pairs = (k - d) // 2
-    rng = np.random.default_rng([seed, _TAG_TILES])
-    diag = rng.choice(nb, size=d, replace=False).astype(np.int64)
-    ranks = rng.choice(nb * (nb - 1) // 2, size=pairs, replace=False).astype(np.int64)
-    i, j = _unrank_pairs(ranks)
-    rows = np.concatenate([diag, i, j])
-    cols = np.concatenate([diag, j, i])
-    order = np.lexsort((cols, rows))
-    return np.stack([rows[order], cols[order]], axis=1)
 
 
 def dense_tiles(scale, tile, dense_fraction, seed=0):
@@ -481,118 +362,22 @@ def dense_tiles(scale, tile, dense_fraction, seed=0):
     fraction = _check_fraction(dense_fraction)
     seed = _seed_int(seed)
     _check_grid(scale, tile)
-    return _dense_tiles(scale, tile, fraction, seed)
+    return parts.choose_dense_tiles(scale, tile, fraction, seed)
 
 
-def _splitmix64(x):
-    """splitmix64 finaliser on a ``uint64`` array (wrapping arithmetic)."""
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+def check_mixed(scale, tile, dense_fraction, edgefactor=16, seed=0):
+    """Validate the arguments of the mixed-matrix functions; return them normalised.
 
+    Returns ``(scale, tile, dense_fraction, edgefactor, seed)`` as ints and a
+    float, ``tile`` at most ``2**scale`` (a wider tile is the whole matrix) and
+    ``seed`` an int (a generator is used to draw one). Raises as
+    :func:`mixed_matrix` does.
 
-def _value_key(seed):
-    """64-bit hash key of the dense values for ``seed``."""
-    return np.random.SeedSequence([seed, _TAG_VALUES]).generate_state(1, np.uint64)[0]
-
-
-def _dense_values(key, rows, cols):
-    """Symmetric pseudo-random values in ``(0, 1]`` at global positions ``(rows, cols)``."""
-    rows = np.asarray(rows, dtype=np.uint64)
-    cols = np.asarray(cols, dtype=np.uint64)
-    lo = np.minimum(rows, cols)
-    hi = np.maximum(rows, cols)
-    h = _splitmix64(_splitmix64(lo ^ key) ^ hi)
-    return ((h >> np.uint64(11)) + np.uint64(1)).astype(np.float64) * 2.0**-53
-
-
-def _tile_values(key, n, tile, rb, cb):
-    """The dense tile ``(rb, cb)`` as a 2-D ``float64`` array (edge tiles are smaller)."""
-    r = np.arange(rb * tile, min(n, (rb + 1) * tile), dtype=np.uint64)
-    c = np.arange(cb * tile, min(n, (cb + 1) * tile), dtype=np.uint64)
-    return _dense_values(key, r[:, None], c[None, :])
-
-
-def _block_starts(blocks, nb):
-    """``starts[rb]:starts[rb + 1]`` indexes the dense tiles of tile row ``rb`` in ``blocks``."""
-    return np.searchsorted(blocks[:, 0], np.arange(nb + 1))
-
-
-def _dense_csr(key, n, tile, blocks):
-    """The dense tiles ``blocks`` (sorted row-major) alone, as a canonical ``n x n`` CSR.
-
-    Every row of a tile row has the same dense columns, so each tile row is one broadcast
-    ``(height, width)`` block of values, written in place into preallocated arrays.
+    Examples
+    --------
+    >>> check_mixed(4, 64, 0.25, seed=1)
+    (4, 16, 0.25, 16, 1)
     """
-    nb = _grid_n(n, tile)
-    starts = _block_starts(blocks, nb)
-    span = np.arange(tile, dtype=np.int64)
-    row_cols = {}
-    counts = np.zeros(n, dtype=np.int64)
-    for rb in np.unique(blocks[:, 0]).tolist():
-        cbs = blocks[starts[rb]:starts[rb + 1], 1]
-        cols = (cbs[:, None] * tile + span[None, :]).ravel()
-        row_cols[rb] = cols = cols[cols < n]  # edge tiles are cut at the border
-        counts[rb * tile:min(n, (rb + 1) * tile)] = cols.size
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    data = np.empty(indptr[-1])
-    indices = np.empty(indptr[-1], dtype=_csr_index_dtype(indptr[-1], n))
-    for rb, cols in row_cols.items():
-        r1 = min(n, (rb + 1) * tile)
-        step = max(1, _DENSE_BATCH // cols.size)
-        for r0 in range(rb * tile, r1, step):
-            rows = np.arange(r0, min(r1, r0 + step), dtype=np.int64)
-            lo, hi = indptr[rows[0]], indptr[rows[-1] + 1]
-            shape = (rows.size, cols.size)
-            data[lo:hi].reshape(shape)[...] = _dense_values(key, rows[:, None], cols[None, :])
-            indices[lo:hi].reshape(shape)[...] = cols
-    return _csr(data, indices, indptr, n)
-
-
-def _csr_index_dtype(nnz, n):
-    """Index dtype scipy would pick: ``int32`` while it holds ``nnz`` and ``n``."""
-    return np.int32 if nnz < 2**31 and n < 2**31 else np.int64
-
-
-def _csr(data, indices, indptr, n):
-    """Canonical ``n x n`` CSR from its arrays, with scipy's smallest index dtype."""
-    idx = _csr_index_dtype(indptr[-1], n)
-    out = sp.csr_matrix(
-        (data, indices.astype(idx, copy=False), indptr.astype(idx, copy=False)),
-        shape=(n, n),
-    )
-    out.has_sorted_indices = True
-    out.has_canonical_format = True
-    return out
-
-
-def _without_tiles(graph, n, tile, blocks):
-    """``graph`` with every entry inside the tiles ``blocks`` removed (canonical CSR)."""
-    nb = _grid_n(n, tile)
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(graph.indptr))
-    keep = ~_dense_mask(nb, blocks, rows // tile, graph.indices // tile)
-    counts = np.bincount(rows[keep], minlength=n)
-    del rows
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return _csr(graph.data[keep], graph.indices[keep], indptr, n)
-
-
-def _dense_mask(nb, blocks, row_blocks, col_blocks):
-    """Boolean mask: is tile ``(row_blocks[e], col_blocks[e])`` one of ``blocks``?"""
-    if len(blocks) == 0:
-        return np.zeros(row_blocks.shape, dtype=bool)
-    keys = np.sort(blocks[:, 0] * nb + blocks[:, 1])
-    query = row_blocks.astype(np.int64) * nb + col_blocks
-    pos = np.searchsorted(keys, query)
-    pos[pos == keys.size] = 0
-    return keys[pos] == query
-
-
-def _check_mixed(scale, tile, dense_fraction, edgefactor, seed):
-    """Validate the arguments shared by the mixed-matrix functions."""
     scale = _check_int("scale", scale, 1, MAX_SCALE)
     # a tile wider than the matrix is the whole matrix: work and memory bounded by N, not tile
     tile = min(_check_int("tile", tile, 1), 1 << scale)
@@ -605,7 +390,7 @@ def _check_mixed(scale, tile, dense_fraction, edgefactor, seed):
 
 def _check_grid(scale, tile):
     """Refuse grids whose tile keys ``row_block * nb + col_block`` would overflow int64."""
-    nb = _grid(scale, tile)
+    nb = parts.grid(scale, tile)
     if nb > 2**31:
         raise ValueError(
             f"tile={tile} gives {nb} tiles per side at scale={scale}; at most 2**31 tiles "
@@ -654,26 +439,26 @@ def mixed_matrix(scale, tile, dense_fraction, edgefactor=16, seed=0):
     >>> int(m[4 * i:4 * i + 4, 4 * j:4 * j + 4].nnz)
     16
     """
-    scale, tile, fraction, edgefactor, seed = _check_mixed(
+    scale, tile, fraction, edgefactor, seed = check_mixed(
         scale, tile, dense_fraction, edgefactor, seed
     )
     n = 1 << scale
-    nb = _grid(scale, tile)
-    k = _dense_count(nb, fraction)
+    nb = parts.grid(scale, tile)
+    k = parts.dense_count(nb, fraction)
     dense_bytes = k * min(tile, n) ** 2 * _BYTES_PER_DENSE_ENTRY
     _check_memory(
         f"mixed_matrix(scale={scale}, tile={tile}, dense_fraction={fraction}, "
         f"edgefactor={edgefactor})",
         _graph_bytes(scale, edgefactor) + dense_bytes,
     )
-    graph = _kronecker(scale, edgefactor, seed)
-    blocks = _dense_tiles(scale, tile, fraction, seed)
+    graph = parts.kronecker_graph(scale, edgefactor, seed)
+    blocks = parts.choose_dense_tiles(scale, tile, fraction, seed)
     if len(blocks) == 0:
         return graph
     # The two parts have disjoint patterns, so the sum is a merge (no value is added to another).
-    out = _without_tiles(graph, n, tile, blocks)
+    out = parts.without_tiles(graph, n, tile, blocks)
     del graph
-    out = (out + _dense_csr(_value_key(seed), n, tile, blocks)).tocsr()
+    out = (out + parts.dense_csr(parts.value_key(seed), n, tile, blocks)).tocsr()
     out.sort_indices()
     return out
 
@@ -706,7 +491,7 @@ def iter_mixed_tiles(scale, tile, dense_fraction, edgefactor=16, seed=0):
     >>> all(t.shape == (4, 4) for _, t in tiles)
     True
     """
-    scale, tile, fraction, edgefactor, seed = _check_mixed(
+    scale, tile, fraction, edgefactor, seed = check_mixed(
         scale, tile, dense_fraction, edgefactor, seed
     )
     n = 1 << scale
@@ -719,54 +504,9 @@ def iter_mixed_tiles(scale, tile, dense_fraction, edgefactor=16, seed=0):
 
 def _iter_tiles(scale, tile, fraction, edgefactor, seed):
     """Generator behind :func:`iter_mixed_tiles` (arguments already validated)."""
-    n = 1 << scale
-    nb = _grid(scale, tile)
-    graph = _kronecker(scale, edgefactor, seed)
-    blocks = _dense_tiles(scale, tile, fraction, seed)
-    key = _value_key(seed)
-    starts = _block_starts(blocks, nb) if len(blocks) else None
-    for rb in range(nb):
-        dense_cols = (
-            blocks[starts[rb]:starts[rb + 1], 1].tolist() if starts is not None else []
-        )
-        sparse = _row_tiles(graph, n, tile, rb, set(dense_cols))
-        yield from _merge_row(key, n, tile, rb, dense_cols, sparse)
-
-
-def _row_tiles(graph, n, tile, rb, dense_cols):
-    """Sparse tiles of tile row ``rb`` as ``{col_block: csr_matrix}`` (non-empty, not dense)."""
-    r0, r1 = rb * tile, min(n, (rb + 1) * tile)
-    lo, hi = graph.indptr[r0], graph.indptr[r1]
-    cols = graph.indices[lo:hi]
-    rows = np.repeat(np.arange(r1 - r0), np.diff(graph.indptr[r0:r1 + 1]))
-    cb = cols // tile
-    order = np.argsort(cb, kind="stable")  # row-major order inside each tile is kept
-    cb, rows, cols = cb[order], rows[order], cols[order]
-    bounds = np.flatnonzero(np.diff(cb)) + 1
-    out = {}
-    for start, stop in zip(np.r_[0, bounds], np.r_[bounds, cb.size]):
-        if start == stop:
-            continue
-        c = int(cb[start])
-        if c in dense_cols:
-            continue
-        width = min(n, (c + 1) * tile) - c * tile
-        indptr = np.zeros(r1 - r0 + 1, dtype=graph.indptr.dtype)
-        np.cumsum(np.bincount(rows[start:stop], minlength=r1 - r0), out=indptr[1:])
-        out[c] = sp.csr_matrix(
-            (np.ones(stop - start), cols[start:stop] - c * tile, indptr),
-            shape=(r1 - r0, width),
-        )
-    return out
-
-
-def _merge_row(key, n, tile, rb, dense_cols, sparse):
-    """Yield the dense and sparse tiles of one tile row in column order."""
-    for c in sorted(set(dense_cols) | sparse.keys()):
-        if c in sparse:
-            yield (rb, c), sparse[c]
-        else:
-            yield (rb, c), _tile_values(key, n, tile, rb, c)
+    graph = parts.kronecker_graph(scale, edgefactor, seed)
+    blocks = parts.choose_dense_tiles(scale, tile, fraction, seed)
+    yield from parts.stream_tiles(graph, tile, blocks, parts.value_key(seed))
 
 
 # --------------------------------------------------------------------------- straight to tiles
@@ -789,13 +529,13 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
     >>> all(np.array_equal(a, b) for a, b in zip(A.layout.arrays(), B.layout.arrays()))
     True
     """
-    from . import engine
+    from . import _graph500_kernels, engine
 
     requested = _check_int("tile", tile, 1)  # the matrix keeps the tile it was asked for, as from_scipy's
-    scale, tile, fraction, edgefactor, seed = _check_mixed(scale, tile, dense_fraction, edgefactor, seed)
+    scale, tile, fraction, edgefactor, seed = check_mixed(scale, tile, dense_fraction, edgefactor, seed)
     threshold = engine.check_threshold(threshold)
     n = 1 << scale
-    k = _dense_count(_grid(scale, tile), fraction)
+    k = parts.dense_count(parts.grid(scale, tile), fraction)
     _check_memory(
         f"mixed_tiled(scale={scale}, tile={tile}, dense_fraction={fraction}, edgefactor={edgefactor})",
         _graph_bytes(scale, edgefactor) + k * min(tile, n) ** 2 * 8,
@@ -804,45 +544,84 @@ def mixed_tiled(scale, tile, dense_fraction, edgefactor=16, seed=0, threshold=No
         from .matrix import TiledMatrix
 
         return TiledMatrix.from_scipy(mixed_matrix(scale, requested, fraction, edgefactor, seed), requested, threshold)
-    graph = _kronecker(scale, edgefactor, seed)
-    blocks = _dense_tiles(scale, tile, fraction, seed)
-    return _tiled_from_graph(graph, n, tile, blocks, _value_key(seed), threshold)
+    graph = parts.kronecker_graph(scale, edgefactor, seed)
+    blocks = parts.choose_dense_tiles(scale, tile, fraction, seed)
+    return _graph500_kernels.tiled_from_graph(graph, n, tile, blocks, parts.value_key(seed), threshold)
 
 
-def _tiled_from_graph(graph, n, tile, blocks, key, threshold):
-    """The tiled mixed matrix of ``graph`` overlaid with the dense tiles ``blocks``."""
-    from . import layout as layout_mod
-    from .matrix import TiledMatrix, _decide
+# --------------------------------------------------------------------------- a band of rows
 
-    sparse = _without_tiles(graph, n, tile, blocks) if len(blocks) else graph
-    tr_ptr, g_col, g_nnz = layout_mod.csr_tile_counts(sparse.indptr, sparse.indices, (n, n), tile)
-    g_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
-    b_row = np.ascontiguousarray(blocks[:, 0], np.int64) if len(blocks) else np.zeros(0, np.int64)
-    b_col = np.ascontiguousarray(blocks[:, 1], np.int64) if len(blocks) else np.zeros(0, np.int64)
-    b_nnz = np.minimum(tile, n - tile * b_row) * np.minimum(tile, n - tile * b_col)
-    t_row = np.concatenate([g_row, b_row])
-    t_col = np.concatenate([g_col, b_col])
-    t_nnz = np.concatenate([g_nnz, b_nnz])
-    overlay = np.concatenate([np.zeros(g_row.size, bool), np.ones(b_row.size, bool)])
-    order = np.lexsort((t_col, t_row))  # the graph has no entry in an overlaid tile: no ties
-    t_row, t_col, t_nnz, overlay = t_row[order], t_col[order], t_nnz[order], overlay[order]
-    t_dense = _decide((n, n), tile, np.dtype(np.float64), t_row, t_col, t_nnz, threshold)
-    if (overlay & ~t_dense).any():  # an overlaid tile stored sparse: the general path
-        out = _without_tiles(graph, n, tile, blocks)
-        out = (out + _dense_csr(key, n, tile, blocks)).tocsr()
-        out.sort_indices()
-        return TiledMatrix.from_scipy(out, tile, threshold)
-    layout, t_slot = layout_mod.allocate((n, n), tile, np.float64, t_row, t_col, t_nnz, t_dense)
-    plan_ptr = np.zeros(tr_ptr.size, np.int64)
-    np.cumsum(np.bincount(t_row, minlength=tr_ptr.size - 1), out=plan_ptr[1:])
-    layout_mod.from_csr_plan(sparse, layout, plan_ptr, t_col, t_slot)  # 0/1 graph: no explicit zeros
-    _fill_overlay(np.uint64(key), n, tile, t_row[overlay], t_col[overlay], layout.dense_off[t_slot[overlay]],
-                  layout.dense_values)
-    return TiledMatrix(layout)
+# The graph and dense tiles of the last mixed matrix mixed_rows made in this process.
+_PARTS: dict[tuple, tuple] = {}
+_PARTS_LOCK = threading.Lock()
 
 
-def _fill_overlay(key, n, tile, rows, cols, offsets, out):
-    """Write the dense values (:func:`_dense_values`) of tiles ``(rows, cols)`` at ``offsets``."""
-    from ._graph500_kernels import fill_overlay
+def _graph_and_tiles(key):
+    """The Kronecker graph and the dense tiles of ``key``, made once per process (the last kept).
 
-    fill_overlay(key, n, tile, rows, cols, offsets, out)
+    Only the sparse graph (``edgefactor`` non-zeros per row on average) is
+    generated whole in each process; the dense tiles, most of the matrix's
+    values, are made by the bands that hold them.
+    """
+    scale, tile, fraction, edgefactor, seed = key
+    with _PARTS_LOCK:
+        made = _PARTS.get(key)
+        if made is None:
+            _PARTS.clear()
+            graph = parts.kronecker_graph(scale, edgefactor, seed)
+            blocks = parts.choose_dense_tiles(scale, tile, fraction, seed)
+            made = _PARTS[key] = (graph, blocks)
+    return made
+
+
+def mixed_rows(scale, tile, dense_fraction, edgefactor, seed, r0, r1):
+    """Rows ``r0:r1`` (tile-aligned) of :func:`mixed_matrix` as CSR, without making the rest.
+
+    For builders that make a matrix band by band where it is stored
+    (:func:`~asafe.compression.from_graph500`): the Kronecker graph and the
+    dense tiles are made once per process and kept, the last matrix's only
+    (:func:`clear_cache` drops them); each call makes the dense values of its
+    own band. Arguments are checked as by :func:`check_mixed`.
+
+    Examples
+    --------
+    >>> band = mixed_rows(6, 16, 0.25, 16, 1, 16, 32)
+    >>> (band != mixed_matrix(6, 16, 0.25, seed=1)[16:32]).nnz
+    0
+    """
+    key = check_mixed(scale, tile, dense_fraction, edgefactor, seed)
+    scale, tile, fraction, edgefactor, seed = key
+    graph, blocks = _graph_and_tiles(key)
+    n = 1 << scale
+    lo, hi = int(graph.indptr[r0]), int(graph.indptr[r1])
+    panel = sp.csr_matrix((graph.data[lo:hi], graph.indices[lo:hi], graph.indptr[r0:r1 + 1] - lo),
+                          shape=(r1 - r0, n))
+    mine = blocks[(blocks[:, 0] >= r0 // tile) & (blocks[:, 0] < -(-r1 // tile))]
+    if len(mine) == 0:
+        return panel
+    local = mine - np.array([r0 // tile, 0])
+    # the same steps as mixed_matrix, on this band of tile rows only
+    sparse_part = parts.without_tiles(_square(panel, n), n, tile, local)[:r1 - r0]
+    # the dense values depend on their global positions: made at rows r0:r1 of an n x n CSR
+    dense_part = parts.dense_csr(parts.value_key(seed), n, tile, mine)[r0:r1]
+    out = (sparse_part + dense_part).tocsr()
+    out.sort_indices()
+    return out
+
+
+def clear_cache():
+    """Drop the graph and dense tiles :func:`mixed_rows` keeps in this process.
+
+    Examples
+    --------
+    >>> clear_cache()
+    """
+    with _PARTS_LOCK:
+        _PARTS.clear()
+
+
+def _square(panel, n):
+    """``panel`` (``h x n``) padded with empty rows to ``n x n`` (shares its arrays)."""
+    h = panel.shape[0]
+    indptr = np.concatenate([panel.indptr, np.full(n - h, panel.indptr[-1], panel.indptr.dtype)])
+    return sp.csr_matrix((panel.data, panel.indices, indptr), shape=(n, n))

@@ -1,4 +1,4 @@
-"""Numba kernels of the tile engine, behind a thin typed dispatcher.
+"""The product kernels of a tiled matrix (numba), behind a thin typed dispatcher.
 
 What the kernels walk
 ---------------------
@@ -45,7 +45,7 @@ is the same to the last bit. The two forms are one kernel source compiled for
 two argument types (:func:`_value` is overloaded on the type of ``data``).
 Whether a layout is iso is found by the builders while they copy the values
 (from a dense array or a CSR matrix: one comparison per value, no extra pass),
-else once per layout by :func:`is_iso`, a pass that stops at the first value
+else once per layout by :func:`~asafe.compression.csr.is_iso`, a pass that stops at the first value
 that differs.
 
 Accumulation is always float64, also for float32 values; ``x`` and ``y`` are
@@ -54,11 +54,12 @@ float64 (the :class:`~asafe.compression.TiledMatrix` methods convert).
 Checked entry points
 --------------------
 numba does no bounds checks: a vector of the wrong length would be read or
-written out of bounds. The public :func:`matvec`, :func:`rmatvec` and
-:func:`csr_matvec` check lengths, dtypes, contiguity, writability and overlap
-of their arguments (O(1), about 1 us) before they call the ``@njit`` kernels;
+written out of bounds. The public :func:`matvec` and :func:`rmatvec` (and
+:func:`~asafe.compression.csr.csr_matvec` for one block) check lengths,
+dtypes, contiguity, writability and overlap of their arguments (O(1), about
+1 us) before they call the ``@njit`` kernels;
 :class:`~asafe.compression.TiledMatrix`, which checks user input itself, calls
-the unchecked ``_matvec`` and ``_rmatvec`` behind them.
+:func:`matvec_unchecked` and :func:`rmatvec_unchecked` behind them.
 
 Concurrent callers
 ------------------
@@ -110,10 +111,11 @@ with ``PASSIVE`` 0.06 to 0.37 ms. With ``PASSIVE``, the product right after
 ``D.sum()``, which reads the same 32 MB without BLAS threads: what remains is
 ``D`` evicting the tiled data from the caches, not spinning.
 
-Mitigation, applied by this module at import: ``OMP_WAIT_POLICY=PASSIVE`` is
-set in the environment unless the user set it (numba loads its OpenMP layer on
-the first parallel call, after this module is imported, so the setting reaches
-it; when another library loaded an OpenMP runtime earlier in the process, set
+Mitigation, applied at import by every module of the tile engine that defines
+numba kernels (they import ``asafe.compression._openmp`` first):
+``OMP_WAIT_POLICY=PASSIVE`` is set in the environment unless the user set it
+(numba loads its OpenMP layer on the first parallel call, after these modules
+are imported, so the setting reaches it; when another library loaded an OpenMP runtime earlier in the process, set
 the variable before starting Python instead). Child processes (Dask's
 ``processes`` scheduler, distributed workers) inherit it. Idle OpenMP threads
 then sleep on a futex instead of spinning: a woken thread gets a core at once,
@@ -127,19 +129,24 @@ bound: one BLAS thread loses little); the hazard section measures that too.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
 
-import numpy as np
+from . import _openmp  # noqa: F401  (the OpenMP wait policy, before numba starts: see above)
 
-if "OMP_WAIT_POLICY" not in os.environ:  # see "The BLAS spin hazard" above
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-import numba  # noqa: E402  (after the environment is set)
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
 from numba import njit, prange, types  # noqa: E402
 from numba.extending import overload  # noqa: E402
+
+from .csr import check_output, check_vector  # noqa: E402
+from .layout import Layout  # noqa: E402
+
+# Names that lived here before the one-block kernels moved to .csr and the work
+# units to .layout: importable here still, documented there.
+from .csr import count_nonzero_rows, csr_matvec, csr_to_dense, dense_to_csr, index_dtype, is_iso  # noqa: E402,F401
+from .layout import W_DENSE, W_NONZERO, W_ROW  # noqa: E402,F401
 
 __all__ = [
     "Settings",
@@ -147,14 +154,11 @@ __all__ = [
     "configure",
     "matvec",
     "rmatvec",
+    "matvec_unchecked",
+    "rmatvec_unchecked",
     "PathChooser",
+    "parallel_runs",
     "work_estimate",
-    "index_dtype",
-    "count_nonzero_rows",
-    "dense_to_csr",
-    "csr_to_dense",
-    "csr_matvec",
-    "is_iso",
 ]
 
 _FASTMATH = {"reassoc", "contract"}
@@ -162,43 +166,6 @@ _JIT = dict(nogil=True, cache=True)
 _JIT_FAST = dict(nogil=True, cache=True, fastmath=_FASTMATH)
 _ONE = np.uint64(1)
 _TWO = np.uint64(2)
-_F64 = np.dtype(np.float64)
-_F32 = np.dtype(np.float32)
-_Layout = None  # asafe.compression.layout.Layout, imported on first use (layout imports this module)
-
-# Work units of the balance and serial-path estimates, in dense-element
-# equivalents (measured relative costs of the inner loops): a sparse non-zero
-# costs an index load and an indirect load of x, a row costs two pointer loads,
-# a branch and a store.
-W_DENSE = 1.0
-W_NONZERO = 2.5
-W_ROW = 4.0
-
-
-def index_dtype(width: int) -> np.dtype:
-    """The compact unsigned index dtype for column indices below ``width``.
-
-    Parameters
-    ----------
-    width : int
-        The tile width (in-tile indices) or the matrix width.
-
-    Returns
-    -------
-    numpy.dtype
-        ``uint8`` up to 256, ``uint16`` up to 65536, ``uint32`` up to 2**32,
-        else ``uint64``.
-
-    Examples
-    --------
-    >>> index_dtype(128), index_dtype(256), index_dtype(257), index_dtype(65536)
-    (dtype('uint8'), dtype('uint8'), dtype('uint16'), dtype('uint16'))
-    """
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if width <= int(np.iinfo(dtype).max) + 1:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
 
 # ---------------------------------------------------------------------------
 # Settings
@@ -329,37 +296,6 @@ def _value_typed(data, k):
 
 
 @njit(**_JIT)
-def _bits_all_equal(bits):
-    first = bits[0]
-    for k in range(1, bits.size):
-        if bits[k] != first:
-            return False
-    return True
-
-
-def is_iso(data: np.ndarray) -> bool:
-    """Whether every value of a non-empty 1-D ``data`` array is the same, bit for bit.
-
-    Bit for bit: ``0.0`` and ``-0.0`` differ, and NaN is never iso (two NaNs
-    may carry different payloads; the first one's decides). Stops at the first
-    value that differs, so a non-iso array costs a few loads.
-
-    Examples
-    --------
-    >>> is_iso(np.ones(5)), is_iso(np.array([1.0, 2.0])), is_iso(np.array([0.0, -0.0]))
-    (True, False, False)
-    >>> is_iso(np.zeros(0))
-    False
-    """
-    if data.size == 0:
-        return False
-    if np.isnan(data[0]):
-        return False
-    bits = np.ascontiguousarray(data).view(np.uint64 if data.dtype.itemsize == 8 else np.uint32)
-    return bool(_bits_all_equal(bits))
-
-
-@njit(**_JIT)
 def _sparse_rows(g0, g1, x, acc, row_ptr, col, data):
     """acc[i] = (sparse part of row g0 + i) @ x, for rows g0:g1.
 
@@ -483,6 +419,7 @@ def _rmatvec_serial(m, n, tile, x, y,
 
 # One parallel product at a time per process (see "Concurrent callers" above).
 _parallel_slot = threading.Lock()
+_parallel_runs = 0  # products that ran a parallel kernel; changed only while the slot is held
 
 
 class PathChooser:
@@ -522,7 +459,8 @@ class PathChooser:
         self.next_probe = self.min_period
         self.last_best: bool | None = None
 
-    def _median(self, parallel: bool) -> float:
+    def median(self, parallel: bool) -> float:
+        """The median of the kept times of a path (``True``: the parallel one); it must have one."""
         times = sorted(self.times[parallel])
         return times[len(times) // 2]
 
@@ -532,7 +470,7 @@ class PathChooser:
         serial, parallel = self.times
         if len(parallel) < self.warm or len(serial) < self.warm:
             return len(parallel) <= len(serial)
-        best = self._median(True) < self._median(False)
+        best = self.median(True) < self.median(False)
         if best != self.last_best:
             if self.last_best is not None:
                 self.period = self.min_period
@@ -552,9 +490,9 @@ class PathChooser:
 
 
 def _chooser(layout, key: str) -> PathChooser:
-    chooser = layout._cache.get(key)
+    chooser = layout.cache.get(key)
     if chooser is None:
-        chooser = layout._cache[key] = PathChooser()
+        chooser = layout.cache[key] = PathChooser()
     return chooser
 
 
@@ -591,7 +529,9 @@ def _run(layout, x, y, parallel, key, serial_kernel, parallel_call) -> None:
     start = time.perf_counter()
     ran_parallel = False
     if parallel and _parallel_slot.acquire(blocking=False):
+        global _parallel_runs
         try:
+            _parallel_runs += 1
             parallel_call(layout, x, y, cfg.threads)
             ran_parallel = True
         finally:
@@ -603,53 +543,63 @@ def _run(layout, x, y, parallel, key, serial_kernel, parallel_call) -> None:
         chooser.record(ran_parallel, time.perf_counter() - start)
 
 
-def _check_vector(a, name: str, length: int, what: str) -> None:
-    """O(1) check of a kernel vector: a C-contiguous float64 ndarray of shape ``(length,)``."""
-    if isinstance(a, np.ndarray) and a.dtype == _F64 and a.shape == (length,) and a.flags.c_contiguous:
-        return  # the common case in one test; the messages below say what is wrong
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray of float64, got {type(a).__name__}")
-    if a.dtype != _F64:
-        raise TypeError(f"{name} must have dtype float64, got {a.dtype}; convert it with "
-                        f"np.ascontiguousarray({name}, dtype=np.float64)")
-    if a.shape != (length,):
-        raise ValueError(f"{name} must have shape ({length},) ({what}), got {a.shape}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous; pass np.ascontiguousarray({name})")
-
-
-def _check_output(y, x, length: int, what: str) -> None:
-    _check_vector(y, "y", length, what)
-    if not y.flags.writeable:
-        raise ValueError("y is read-only")
-    if np.may_share_memory(x, y):  # bounds only: O(1)
-        raise ValueError("y must not overlap x (TiledMatrix.matvec(x, out=x) handles aliasing)")
-
-
 def _check_product(layout, x, y, parallel, transpose: bool) -> None:
     """The O(1) checks of :func:`matvec` and :func:`rmatvec`."""
-    global _Layout
-    if _Layout is None:
-        from .layout import Layout as _Layout  # not at the top: layout imports this module
-    if not isinstance(layout, _Layout):
+    if not isinstance(layout, Layout):
         raise TypeError(f"layout must be a Layout (TiledMatrix.layout), got {type(layout).__name__}")
     m, n = layout.shape
     if transpose:
         m, n = n, m
-    _check_vector(x, "x", n, f"the number of {'rows' if transpose else 'columns'} of the matrix")
-    _check_output(y, x, m, f"the number of {'columns' if transpose else 'rows'} of the matrix")
+    check_vector(x, "x", n, f"the number of {'rows' if transpose else 'columns'} of the matrix")
+    check_output(y, x, m, f"the number of {'columns' if transpose else 'rows'} of the matrix")
     if parallel is not None and not isinstance(parallel, (bool, np.bool_)):
         raise TypeError(f"parallel must be None, True or False, got {parallel!r}")
 
 
-def _matvec(layout, x, y, parallel=None) -> np.ndarray:
-    """:func:`matvec` without the checks (callers that checked already)."""
+def parallel_runs() -> int:
+    """Products (:func:`matvec` and :func:`rmatvec`) that ran a parallel kernel in this process.
+
+    Benchmarks read it before and after a measurement to see which path the
+    products took.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> A = TiledMatrix.from_dense(np.eye(3), tile=2)
+    >>> before = parallel_runs()
+    >>> _ = matvec(A.layout, np.ones(3), np.empty(3), parallel=True)
+    >>> parallel_runs() - before
+    1
+    """
+    return _parallel_runs
+
+
+def matvec_unchecked(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`matvec` without its checks, for callers that checked ``x`` and ``y`` already.
+
+    :class:`~asafe.compression.TiledMatrix` checks and converts user input
+    itself and calls this. A wrong length or dtype here reads or writes out of
+    bounds.
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> matvec_unchecked(TiledMatrix.from_dense(np.eye(2), tile=1).layout, np.ones(2), np.empty(2))
+    array([1., 1.])
+    """
     _run(layout, x, y, parallel, "path", _matvec_serial, _matvec_parallel_call)
     return y
 
 
-def _rmatvec(layout, x, y, parallel=None) -> np.ndarray:
-    """:func:`rmatvec` without the checks (callers that checked already)."""
+def rmatvec_unchecked(layout, x, y, parallel=None) -> np.ndarray:
+    """:func:`rmatvec` without its checks (see :func:`matvec_unchecked`).
+
+    Examples
+    --------
+    >>> from asafe.compression import TiledMatrix
+    >>> rmatvec_unchecked(TiledMatrix.from_dense(np.eye(2), tile=1).layout, np.ones(2), np.empty(2))
+    array([1., 1.])
+    """
     if layout.shape[1] == 0:
         return y
     _run(layout, x, y, parallel, "rpath", _rmatvec_serial, _rmatvec_parallel_call)
@@ -681,7 +631,7 @@ def matvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -
     ValueError: x must have shape (3,) (the number of columns of the matrix), got (2,)
     """
     _check_product(layout, x, y, parallel, False)
-    return _matvec(layout, x, y, parallel)
+    return matvec_unchecked(layout, x, y, parallel)
 
 
 def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) -> np.ndarray:
@@ -699,171 +649,4 @@ def rmatvec(layout, x: np.ndarray, y: np.ndarray, parallel: bool | None = None) 
     array([1., 5.])
     """
     _check_product(layout, x, y, parallel, True)
-    return _rmatvec(layout, x, y, parallel)
-
-
-# ---------------------------------------------------------------------------
-# Single-tile conversions (count, then fill) and products
-# ---------------------------------------------------------------------------
-
-
-@njit(**_JIT)
-def _count_rows(block, counts):
-    rows, cols = block.shape
-    total = 0
-    for r in range(rows):
-        k = 0
-        for c in range(cols):
-            if block[r, c] != 0:
-                k += 1
-        counts[r] = k
-        total += k
-    return total
-
-
-def count_nonzero_rows(block: np.ndarray) -> tuple[int, np.ndarray]:
-    """Count the non-zeros of each row of a 2-D block (one pass over it).
-
-    NaN counts as non-zero (it is not equal to 0), ``-0.0`` as zero.
-
-    Returns
-    -------
-    total : int
-    counts : numpy.ndarray of int64, one per row
-
-    Examples
-    --------
-    >>> count_nonzero_rows(np.array([[0.0, 1.0], [np.nan, 2.0]]))
-    (3, array([1, 2]))
-    """
-    counts = np.empty(block.shape[0], np.int64)
-    total = _count_rows(block, counts)
-    return int(total), counts
-
-
-@njit(**_JIT)
-def _fill_csr(block, indptr, indices, data):
-    rows, cols = block.shape
-    k = 0
-    for r in range(rows):
-        for c in range(cols):
-            v = block[r, c]
-            if v != 0:
-                indices[k] = c
-                data[k] = v
-                k += 1
-        indptr[r + 1] = k
-
-
-def dense_to_csr(block: np.ndarray, counts: np.ndarray | None = None, index=None):
-    """Convert a dense 2-D block to CSR arrays with compact column indices.
-
-    ``counts`` (from :func:`count_nonzero_rows`) skips the counting pass.
-
-    Returns
-    -------
-    indptr : int32 array (int64 for blocks over 2**31 elements)
-    indices : compact unsigned array (see :func:`index_dtype`)
-    data : array of the block's dtype
-
-    Examples
-    --------
-    >>> indptr, indices, data = dense_to_csr(np.array([[0.0, 5.0], [6.0, 0.0]]))
-    >>> indptr, indices, data
-    (array([0, 1, 2], dtype=int32), array([1, 0], dtype=uint8), array([5., 6.]))
-    """
-    rows, cols = block.shape
-    if counts is None:
-        total, counts = count_nonzero_rows(block)
-    else:
-        total = int(counts.sum())
-    indptr = np.zeros(rows + 1, np.int32 if rows * cols < 2**31 else np.int64)
-    indices = np.empty(total, index_dtype(cols) if index is None else index)
-    data = np.empty(total, block.dtype)
-    _fill_csr(block, indptr, indices, data)
-    return indptr, indices, data
-
-
-@njit(**_JIT)
-def _csr_to_dense(indptr, indices, data, out):
-    for r in range(out.shape[0]):
-        for k in range(indptr[r], indptr[r + 1]):
-            out[r, indices[k]] += data[k]
-
-
-def csr_to_dense(indptr, indices, data, shape, dtype=None) -> np.ndarray:
-    """Expand CSR arrays into a new dense array (duplicates are summed).
-
-    Examples
-    --------
-    >>> csr_to_dense(np.array([0, 1, 1]), np.array([1], np.uint8), np.array([7.0]), (2, 2))
-    array([[0., 7.],
-           [0., 0.]])
-    """
-    out = np.zeros(shape, data.dtype if dtype is None else dtype)
-    _csr_to_dense(indptr, indices, data, out)
-    return out
-
-
-@njit(**_JIT)
-def _csr_matvec(indptr, indices, data, x, y):
-    for r in range(indptr.size - 1):
-        s = 0.0
-        for k in range(indptr[r], indptr[r + 1]):
-            s += np.float64(data[k]) * x[indices[k]]
-        y[r] = s
-
-
-def _check_index_array(a, name: str, size=None) -> None:
-    if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in "iu":
-        got = f"{a.ndim}-D {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
-        raise TypeError(f"{name} must be a 1-D numpy array of integers, got {got}")
-    if size is not None and a.size != size:
-        raise ValueError(f"{name} must have length {size}, got {a.size}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-
-
-def csr_matvec(indptr, indices, data, x: np.ndarray, y: np.ndarray, *, shape) -> np.ndarray:
-    """``y[:] = S @ x`` for one ``shape = (rows, cols)`` CSR block (float64 ``x`` and ``y``).
-
-    O(1) checks: ``indptr`` has ``rows + 1`` integers from 0 to ``len(indices)``,
-    ``indices`` (integers) and ``data`` (float32 or float64) have the same
-    length, ``x`` is a C-contiguous float64 vector of length ``cols`` and ``y``
-    a writable one of length ``rows`` not overlapping ``x``; wrong types raise
-    ``TypeError``, wrong lengths ``ValueError``. The structure itself
-    (``indptr`` non-decreasing, ``indices < cols``) is trusted, as by scipy's
-    ``sparsetools``: checking it is an O(nnz) pass, which
-    :class:`~asafe.compression.SparseTile` makes once at construction.
-
-    Examples
-    --------
-    >>> csr_matvec(np.array([0, 1, 2], np.int32), np.array([1, 0], np.uint8),
-    ...            np.array([5.0, 6.0]), np.array([1.0, 2.0]), np.empty(2), shape=(2, 2))
-    array([10.,  6.])
-    >>> csr_matvec(np.array([0, 1, 2], np.int32), np.array([1, 0], np.uint8),
-    ...            np.array([5.0, 6.0]), np.array([1.0]), np.empty(2), shape=(2, 2))
-    Traceback (most recent call last):
-    ...
-    ValueError: x must have shape (2,) (the number of columns of the block), got (1,)
-    """
-    if not (isinstance(shape, tuple) and len(shape) == 2
-            and all(isinstance(v, (int, np.integer)) and v >= 0 for v in shape)):
-        raise ValueError(f"shape must be two non-negative integers (rows, cols), got {shape!r}")
-    rows, cols = int(shape[0]), int(shape[1])
-    _check_index_array(indptr, "indptr", rows + 1)
-    _check_index_array(indices, "indices")
-    if not isinstance(data, np.ndarray) or data.ndim != 1 or data.dtype not in (_F64, _F32):
-        got = f"{data.ndim}-D {data.dtype}" if isinstance(data, np.ndarray) else type(data).__name__
-        raise TypeError(f"data must be a 1-D numpy array of float64 or float32, got {got}")
-    if data.size != indices.size:
-        raise ValueError(f"data and indices must have the same length, got {data.size} and {indices.size}")
-    if not data.flags.c_contiguous:
-        raise ValueError("data must be C-contiguous")
-    if indptr[0] != 0 or indptr[-1] != indices.size:
-        raise ValueError(f"indptr must run from 0 to len(indices) = {indices.size}, "
-                         f"got {int(indptr[0])} to {int(indptr[-1])}")
-    _check_vector(x, "x", cols, "the number of columns of the block")
-    _check_output(y, x, rows, "the number of rows of the block")
-    _csr_matvec(indptr, indices, data, x, y)
-    return y
+    return rmatvec_unchecked(layout, x, y, parallel)

@@ -22,7 +22,8 @@ takes any scipy.sparse format and goes through CSR without ever making the
 whole matrix dense (O(nnz + stored tiles) work and memory beyond the result).
 :meth:`~TiledMatrix.from_tiles` takes ``((row_block, col_block), tile)`` pairs
 from any iterable, keeps each tile's form, and so builds matrices that would
-not fit in memory as dense, one tile at a time.
+not fit in memory as dense, one tile at a time. The work of the three is done
+in :mod:`asafe.compression.build`; this module holds the matrix itself.
 
 Products and their semantics
 ----------------------------
@@ -50,84 +51,15 @@ from dask.sizeof import sizeof
 
 from asafe.schedulers import sizes
 
-from . import engine, kernels
+from . import build, kernels
 from . import layout as layout_mod
 from .layout import LAYOUT_ARRAYS, Layout
 from .tiles import DenseTile, EmptyTile, SparseTile, Tile, is_integer, value_dtype
+from .tiling import DENSE_TILE, EMPTY_TILE, SPARSE_TILE, tile_grid
 
 __all__ = ["TiledMatrix", "TransposedTiledMatrix", "EMPTY_TILE", "SPARSE_TILE", "DENSE_TILE"]
 
 _F64 = np.dtype(np.float64)
-_MAX_TILE = 2**62
-
-#: Codes of :meth:`TiledMatrix.tile_kinds`.
-EMPTY_TILE, SPARSE_TILE, DENSE_TILE = 0, 1, 2
-
-
-# ---------------------------------------------------------------------------
-# Argument checks
-# ---------------------------------------------------------------------------
-
-
-def _check_tile(tile) -> int:
-    if not is_integer(tile):
-        raise TypeError(f"tile must be a positive integer, got {tile!r} of type {type(tile).__name__}")
-    if tile <= 0:
-        raise ValueError(f"tile must be a positive integer, got {tile}")
-    if tile > _MAX_TILE:  # the kernels index in int64: m + tile must not overflow
-        raise ValueError(f"tile must be at most 2**62, got {tile}; any tile >= the matrix's size gives one tile")
-    return int(tile)
-
-
-def _check_shape(shape) -> tuple[int, int]:
-    if not (isinstance(shape, (tuple, list)) and len(shape) == 2 and all(is_integer(s) for s in shape)):
-        raise ValueError(f"shape must be two non-negative integers (rows, cols), got {shape!r}")
-    m, n = int(shape[0]), int(shape[1])
-    if m < 0 or n < 0:
-        raise ValueError(f"shape must be two non-negative integers (rows, cols), got {shape!r}")
-    return m, n
-
-
-def _as_dense_matrix(D) -> np.ndarray:
-    if sp.issparse(D):
-        raise TypeError("from_dense expects a dense array; use TiledMatrix.from_scipy for scipy.sparse input")
-    D = np.asarray(D)
-    if D.ndim != 2:
-        raise ValueError(f"expected a 2-D matrix, got a {D.ndim}-D array of shape {D.shape}")
-    return np.ascontiguousarray(D, dtype=value_dtype(D.dtype, "matrix values"))
-
-
-def _grid(shape, tile) -> tuple[int, int]:
-    return -(-shape[0] // tile), -(-shape[1] // tile)
-
-
-def _extent(size: int, tile: int, block) -> np.ndarray:
-    """Height (or width) of tile rows (columns) ``block``."""
-    return np.minimum(tile, size - tile * np.asarray(block, np.int64))
-
-
-def _decide(shape, tile, dtype, t_row, t_col, t_nnz, threshold) -> np.ndarray:
-    """``t_dense``: which of the non-empty tiles stay dense."""
-    h = _extent(shape[0], tile, t_row)
-    w = _extent(shape[1], tile, t_col)
-    return engine.keeps_dense(t_nnz, h, w, dtype, threshold)  # the one rule, as engine.produce
-
-
-def _canonical_csr(S, check_zeros: bool = True):
-    """A CSR copy of ``S`` only where needed: sorted, no duplicates, no explicit zeros.
-
-    ``check_zeros=False`` skips the scan for explicit zeros (the caller finds them
-    while it reads the values anyway, see :meth:`TiledMatrix.from_scipy`).
-    """
-    dtype = value_dtype(S.dtype, "matrix values")
-    if S.format == "csr" and S.has_canonical_format and not (check_zeros and (S.data == 0).any()):
-        if S.data.dtype == dtype:
-            return S
-        return sp.csr_array((S.data.astype(dtype), S.indices, S.indptr), shape=S.shape)
-    S = sp.csr_array(S, dtype=dtype, copy=True)
-    S.sum_duplicates()
-    S.eliminate_zeros()
-    return S
 
 
 # ---------------------------------------------------------------------------
@@ -200,27 +132,7 @@ class TiledMatrix:
         >>> TiledMatrix.from_dense(np.eye(300), tile=128, compress=False).tile_summary()["dense"]["tiles"]
         9
         """
-        D = _as_dense_matrix(D)
-        tile = _check_tile(tile)
-        threshold = engine.check_threshold(threshold)
-        grid = _grid(D.shape, tile)
-        if engine._wants_compression(compress):
-            counts = layout_mod.dense_tile_counts(D, tile)
-            engine.record_inspections(grid[0] * grid[1])
-            t_row, t_col = np.nonzero(counts)
-            t_nnz = counts[t_row, t_col]
-            t_dense = _decide(D.shape, tile, D.dtype, t_row, t_col, t_nnz, threshold)
-        else:
-            t_row, t_col = (a.ravel() for a in np.indices(grid))
-            t_nnz = _extent(D.shape[0], tile, t_row) * _extent(D.shape[1], tile, t_col)
-            t_dense = np.ones(t_row.size, bool)
-        layout, t_slot = layout_mod.allocate(D.shape, tile, D.dtype, t_row, t_col, t_nnz, t_dense)
-        kinds = np.zeros(grid, np.int8)
-        kinds[t_row, t_col] = np.where(t_dense, DENSE_TILE, SPARSE_TILE)
-        slots = np.zeros(grid, np.int64)
-        slots[t_row, t_col] = t_slot
-        layout_mod.from_dense_plan(D, layout, kinds, slots)
-        return cls(layout)
+        return cls(build.layout_from_dense(D, tile, threshold, compress))
 
     @classmethod
     def from_scipy(cls, S, tile: int, threshold=None) -> "TiledMatrix":
@@ -240,26 +152,7 @@ class TiledMatrix:
         >>> bool(np.allclose(A @ np.ones(200), S @ np.ones(200)))
         True
         """
-        if not sp.issparse(S):
-            raise TypeError(
-                f"from_scipy expects a scipy.sparse matrix or array, got {type(S).__name__}; "
-                "use TiledMatrix.from_dense for dense arrays"
-            )
-        if S.ndim != 2:
-            raise ValueError(f"expected a 2-D matrix, got a {S.ndim}-D sparse array of shape {S.shape}")
-        tile = _check_tile(tile)
-        threshold = engine.check_threshold(threshold)
-        # explicit zeros are looked for while the values are copied (one pass over
-        # them, not two); when there are any, the build is redone from a copy without
-        original, S = S, _canonical_csr(S, check_zeros=False)
-        shape = (int(S.shape[0]), int(S.shape[1]))
-        tr_ptr, t_col, t_nnz = layout_mod.csr_tile_counts(S.indptr, S.indices, shape, tile)
-        t_row = np.repeat(np.arange(tr_ptr.size - 1, dtype=np.int64), np.diff(tr_ptr))
-        t_dense = _decide(shape, tile, S.dtype, t_row, t_col, t_nnz, threshold)
-        layout, t_slot = layout_mod.allocate(shape, tile, S.dtype, t_row, t_col, t_nnz, t_dense)
-        if layout_mod.from_csr_plan(S, layout, tr_ptr, t_col, t_slot):
-            return cls.from_scipy(_canonical_csr(original), tile, threshold)
-        return cls(layout)
+        return cls(build.layout_from_scipy(S, tile, threshold))
 
     @classmethod
     def from_tiles(cls, shape, tile: int, tiles, dtype=None) -> "TiledMatrix":
@@ -293,15 +186,7 @@ class TiledMatrix:
         >>> np.array_equal(B.to_dense(), A.to_dense())
         True
         """
-        shape = _check_shape(shape)
-        tile = _check_tile(tile)
-        entries = _collect_tiles(shape, tile, tiles)
-        if dtype is None:
-            dtypes = {t.dtype for _, _, t in entries}
-            dtype = np.float32 if dtypes == {np.dtype(np.float32)} else np.float64
-        dtype = value_dtype(dtype, "dtype")
-        layout = layout_mod.from_tile_objects(shape, tile, dtype, entries)
-        return cls(layout, dtype)
+        return cls(build.layout_from_tiles(shape, tile, tiles, dtype))
 
     # -- properties --------------------------------------------------------
 
@@ -329,7 +214,7 @@ class TiledMatrix:
         >>> TiledMatrix.from_dense(np.ones((5, 3)), tile=2).grid
         (3, 2)
         """
-        return _grid(self.shape, self.tile)
+        return tile_grid(self.shape, self.tile)
 
     @property
     def nnz(self) -> int:
@@ -475,7 +360,7 @@ class TiledMatrix:
         array([1., 0.])
         """
         m, n = self.shape
-        return self._run(kernels._matvec, x, out, n, m, "x")
+        return self._run(kernels.matvec_unchecked, x, out, n, m, "x")
 
     def rmatvec(self, x, out=None) -> np.ndarray:
         """``A.T @ x`` for a 1-D ``x`` of length ``m`` (same rules as :meth:`matvec`).
@@ -490,7 +375,7 @@ class TiledMatrix:
         array([3., 5., 7.])
         """
         m, n = self.shape
-        return self._run(kernels._rmatvec, x, out, m, n, "x")
+        return self._run(kernels.rmatvec_unchecked, x, out, m, n, "x")
 
     def __matmul__(self, x):
         """``A @ x``: :meth:`matvec` for a 1-D ``x``.
@@ -618,7 +503,7 @@ class TiledMatrix:
 
     def _sparse_view(self, I: int, t: int) -> SparseTile:
         shape, indptr, indices, data = layout_mod.extract_sparse_tile(self.layout, I, int(self.layout.sparse_col[t]))
-        return SparseTile._from_parts(shape, indptr, indices, data)
+        return SparseTile.from_parts(shape, indptr, indices, data)
 
     # -- conversions -------------------------------------------------------
 
@@ -695,44 +580,6 @@ def _check_out(out, length: int, rtype) -> None:
         raise TypeError(f"out must have dtype {rtype} (the result dtype), got {out.dtype}")
     if not out.flags.writeable:
         raise ValueError("out is read-only")
-
-
-def _as_tile(obj) -> Tile:
-    if isinstance(obj, Tile):
-        return obj
-    if sp.issparse(obj):
-        return SparseTile.from_scipy(obj)
-    if isinstance(obj, np.ndarray):
-        return DenseTile(obj)
-    raise TypeError(
-        f"a tile must be a Tile, a 2-D numpy array or a scipy.sparse block, got {type(obj).__name__}"
-    )
-
-
-def _collect_tiles(shape, tile, tiles) -> list:
-    """Check ``((I, J), tile)`` pairs; return the non-empty ones sorted by (I, J)."""
-    nbr, nbc = _grid(shape, tile)
-    seen = set()
-    entries = []
-    for item in tiles:
-        if not (isinstance(item, (tuple, list)) and len(item) == 2
-                and isinstance(item[0], (tuple, list)) and len(item[0]) == 2):
-            raise ValueError(f"tiles must be ((row_block, col_block), tile) pairs, got {item!r}")
-        (I, J), obj = item
-        if not (is_integer(I) and is_integer(J) and 0 <= I < nbr and 0 <= J < nbc):
-            raise ValueError(f"tile position ({I!r}, {J!r}) is outside the {nbr}x{nbc} tile grid")
-        I, J = int(I), int(J)
-        if (I, J) in seen:
-            raise ValueError(f"tile ({I}, {J}) is given twice")
-        seen.add((I, J))
-        t = _as_tile(obj)
-        expected = (min(tile, shape[0] - I * tile), min(tile, shape[1] - J * tile))
-        if t.shape != expected:
-            raise ValueError(f"tile ({I}, {J}) must have shape {expected}, got {t.shape}")
-        if t.kind == "dense" or t.nnz > 0:  # empty tiles, and sparse ones with no entry, are not stored
-            entries.append((I, J, t))
-    entries.sort(key=lambda e: (e[0], e[1]))
-    return entries
 
 
 class TransposedTiledMatrix:

@@ -5,7 +5,7 @@ A tile is the unit the engine produces and Dask ships. Three kinds:
 * :class:`DenseTile` -- a C-contiguous 2-D float64 or float32 array;
 * :class:`SparseTile` -- CSR with *compact in-tile* column indices
   (``uint8`` for tiles up to 256 columns wide, ``uint16`` up to 65536, see
-  :func:`~asafe.compression.kernels.index_dtype`) and ``int32`` row pointers;
+  :func:`~asafe.compression.csr.index_dtype`) and ``int32`` row pointers;
 * :class:`EmptyTile` -- only a shape and a dtype (what the engine emits for an
   all-zero block; a :class:`~asafe.compression.TiledMatrix` does not store it).
 
@@ -35,7 +35,7 @@ from dask.sizeof import sizeof
 
 from asafe.schedulers import sizes
 
-from . import kernels
+from . import csr
 
 __all__ = [
     "Tile",
@@ -264,7 +264,7 @@ class SparseTile(Tile):
         elements).
     indices : array_like of int, length ``nnz``
         Column indices in ``[0, cols)``; kept when already an unsigned dtype
-        wide enough, else converted to :func:`~asafe.compression.kernels.index_dtype`.
+        wide enough, else converted to :func:`~asafe.compression.csr.index_dtype`.
     data : array_like, length ``nnz``
         Values (float64 or float32; other real dtypes converted).
     check : bool
@@ -310,8 +310,20 @@ class SparseTile(Tile):
             raise ValueError(f"column index {int(i.max())} out of range for a tile {cols} wide")
 
     @classmethod
-    def _from_parts(cls, shape, indptr, indices, data) -> "SparseTile":
-        """Trusted constructor: no conversion, no check (unpickling, views)."""
+    def from_parts(cls, shape, indptr, indices, data) -> "SparseTile":
+        """Trusted constructor: the arrays are taken as they are, with no conversion and no check.
+
+        For arrays already in a tile's form (``int32`` or ``int64`` pointers,
+        compact unsigned indices, float values): the engine's conversion of a
+        block, the tiles a matrix hands out, unpickling. Anything else goes
+        through ``SparseTile(...)``.
+
+        Examples
+        --------
+        >>> t = SparseTile.from_parts((1, 2), np.array([0, 1], np.int32), np.array([1], np.uint8), np.array([4.0]))
+        >>> t.to_dense()
+        array([[0., 4.]])
+        """
         self = object.__new__(cls)
         self.shape = tuple(shape)
         self.indptr, self.indices, self.data = indptr, indices, data
@@ -354,7 +366,7 @@ class SparseTile(Tile):
         >>> SparseTile((1, 2), [0, 1], [1], [4.0]).to_dense()
         array([[0., 4.]])
         """
-        return kernels.csr_to_dense(self.indptr, self.indices, self.data, self.shape)
+        return csr.csr_to_dense(self.indptr, self.indices, self.data, self.shape)
 
     def to_scipy(self) -> sp.csr_array:
         """The block as a ``scipy.sparse.csr_array`` (its arrays, indices widened).
@@ -369,11 +381,11 @@ class SparseTile(Tile):
         )
 
     def _matvec(self, x):
-        return kernels.csr_matvec(self.indptr, self.indices, self.data, x, np.empty(self.shape[0]),
-                                  shape=self.shape)
+        return csr.csr_matvec(self.indptr, self.indices, self.data, x, np.empty(self.shape[0]),
+                              shape=self.shape)
 
     def __reduce__(self):
-        return (SparseTile._from_parts, (self.shape, self.indptr, self.indices, self.data))
+        return (SparseTile.from_parts, (self.shape, self.indptr, self.indices, self.data))
 
 
 def _compact_indices(indices: np.ndarray, cols: int) -> np.ndarray:
@@ -384,7 +396,7 @@ def _compact_indices(indices: np.ndarray, cols: int) -> np.ndarray:
         raise ValueError(f"column index {bad} out of range for a tile {cols} wide")
     if indices.dtype.kind not in "iu" and indices.size:
         raise TypeError(f"indices must be integers, got {indices.dtype}")
-    return np.ascontiguousarray(indices, dtype=kernels.index_dtype(cols))
+    return np.ascontiguousarray(indices, dtype=csr.index_dtype(cols))
 
 
 class EmptyTile(Tile):

@@ -19,12 +19,12 @@ def test_the_floor_is_asafes_product_graph_with_a_kernel_that_reads_nothing():
     import scipy.sparse as sp
 
     import asafe.compression as ac
-    from asafe.compression.array import _matmul_graph
+    from asafe.compression.array import matmul_graph
 
     S = sp.random_array((300, 200), density=0.05, rng=0, format="csr")
     A = ac.from_scipy(S, tile=64, chunks=(128, -1))
     x = np.arange(200.0)
-    real, floor = A @ x, _matmul_graph(A, x, kernel=darray._no_product)
+    real, floor = A @ x, matmul_graph(A, x, kernel=darray._no_product)
     assert floor.name != real.name  # no key shared with a product of the same x
     assert floor.chunks == real.chunks
     layer = lambda arr: arr.dask.layers[arr.name]  # noqa: E731

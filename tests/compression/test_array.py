@@ -27,6 +27,7 @@ from asafe.compression import (
     graph500,
 )
 from asafe.compression import array as tda
+from asafe.compression import blocks
 
 SCALE, TILE, DENSE, SEED = 9, 32, 0.1, 3
 RTOL, ATOL = 1e-12, 1e-10
@@ -248,7 +249,7 @@ def test_chunk_protocol(S, x):
     assert np.transpose(B, (0, 1)) is B
     assert (np.concatenate([B, B], axis=0) != sp.vstack([S[:64, :96]] * 2)).nnz == 0
     assert (concatenate_lookup.dispatch(TiledBlock)([B, B], axis=1) != sp.hstack([S[:64, :96]] * 2)).nnz == 0
-    assert tensordot_lookup.dispatch(TransposedTiledBlock) is tda._tensordot
+    assert tensordot_lookup.dispatch(TransposedTiledBlock) is blocks._tensordot
     assert sizeof(B) >= B.nbytes and sizeof(T) == sizeof(B)
     with pytest.raises(TypeError, match="not converted to a dense numpy array implicitly"):
         np.asarray(B)
@@ -262,7 +263,7 @@ def test_chunk_protocol(S, x):
     with pytest.raises(TypeError):
         B.astype(np.complex128)
     with pytest.raises(TypeError, match="dense numpy vector"):
-        tda._matmul(B, B)
+        blocks.matmul(B, B)
 
 
 def test_pickle_and_distributed_serialization(S):

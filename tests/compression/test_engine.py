@@ -17,14 +17,14 @@ from asafe.compression import (
     SparseTile,
     TiledMatrix,
     choose_kind,
+    csr,
     decompress,
     engine,
     inspection_count,
-    kernels,
-    layout,
     maybe_compress,
     produce,
     tile_threshold,
+    tiling,
 )
 import asafe.compression as compression
 
@@ -186,8 +186,8 @@ def forbid_inspection(monkeypatch):
         raise AssertionError("a tile was inspected")
 
     for name in ("count_nonzero_rows", "dense_to_csr"):
-        monkeypatch.setattr(kernels, name, boom)
-    monkeypatch.setattr(layout, "dense_tile_counts", boom)
+        monkeypatch.setattr(csr, name, boom)
+    monkeypatch.setattr(tiling, "dense_tile_counts", boom)
 
 
 def test_no_inspection_when_off(forbid_inspection):

@@ -455,10 +455,10 @@ def test_serial_builder_twins_have_numba_cache_files_of_their_own(tmp_path):
     import subprocess
     import sys
 
-    code = ("from asafe.compression import layout, TiledMatrix, graph500\n"
+    code = ("from asafe.compression import tiling, TiledMatrix, graph500\n"
             "S = graph500.mixed_matrix(7, 16, 0.2, seed=0)\n"
-            "layout.PARALLEL_BUILD_NNZ = 10**12; TiledMatrix.from_scipy(S, 16)  # the serial twins\n"
-            "layout.PARALLEL_BUILD_NNZ = 0; TiledMatrix.from_scipy(S, 16)  # the parallel kernels\n")
+            "tiling.PARALLEL_BUILD_NNZ = 10**12; TiledMatrix.from_scipy(S, 16)  # the serial twins\n"
+            "tiling.PARALLEL_BUILD_NNZ = 0; TiledMatrix.from_scipy(S, 16)  # the parallel kernels\n")
     cache = tmp_path / "numba-cache"
     # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and the
     # checkout's asafe/ folder is not the installed package (no asafe.compression)
@@ -466,5 +466,5 @@ def test_serial_builder_twins_have_numba_cache_files_of_their_own(tmp_path):
                    cwd=tmp_path, check=True, timeout=240)
     names = [p.name for p in cache.rglob("*.nbi")]
     for kernel in ("_fill_from_csr", "_csr_tile_counts"):
-        assert any(n.startswith(f"layout.{kernel}-") for n in names), names
-        assert any(n.startswith(f"layout.{kernel}_serial-") for n in names), names
+        assert any(n.startswith(f"tiling.{kernel}-") for n in names), names
+        assert any(n.startswith(f"tiling.{kernel}_serial-") for n in names), names

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asafe.compression import TiledMatrix, graph500, kernels, layout
+from asafe.compression import TiledMatrix, graph500, kernels, tiling
 
 HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -132,17 +132,17 @@ def test_builders_find_iso_as_the_check_does(m, n, tile, values, density, dtype,
     rng = np.random.default_rng(seed)
     D = np.where(rng.random((m, n)) < density, rng.choice(values, size=(m, n)), 0.0).astype(dtype)
     S = sp.csr_array(D)
-    old = layout.PARALLEL_BUILD_NNZ
-    layout.PARALLEL_BUILD_NNZ = 0 if parallel_build else old
+    old = tiling.PARALLEL_BUILD_NNZ
+    tiling.PARALLEL_BUILD_NNZ = 0 if parallel_build else old
     try:
         for A in (TiledMatrix.from_scipy(S, tile), TiledMatrix.from_dense(D, tile)):
             lay = A.layout
-            assert "iso" in lay._cache  # found by the copy, not by a later pass
+            assert "iso" in lay.cache  # found by the copy, not by a later pass
             expected = float(lay.data[0]) if kernels.is_iso(lay.data) else None
             assert lay.iso_value() == expected
             np.testing.assert_allclose(A @ np.ones(n), D.astype(np.float64) @ np.ones(n), rtol=1e-6)
     finally:
-        layout.PARALLEL_BUILD_NNZ = old
+        tiling.PARALLEL_BUILD_NNZ = old
 
 
 def test_explicit_zeros_do_not_make_a_matrix_iso():

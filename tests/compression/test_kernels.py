@@ -7,13 +7,13 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asafe.compression import TiledMatrix, graph500, kernels, layout
+from asafe.compression import TiledMatrix, csr, graph500, kernels, layout, tiling
 
 HYPOTHESIS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_doctests():
-    for module in (kernels, layout):
+    for module in (kernels, layout, csr, tiling):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -446,8 +446,8 @@ def test_dispatch_uses_the_chooser_above_the_serial_threshold(rng):
         for _ in range(20):
             np.testing.assert_allclose(A @ np.ones(256), D.sum(1))
             np.testing.assert_allclose(A.T @ np.ones(256), D.sum(0))
-        chooser = A.layout._cache["path"]
+        chooser = A.layout.cache["path"]
         assert len(chooser.times[0]) >= 3 and len(chooser.times[1]) >= 3
-        assert "rpath" in A.layout._cache
+        assert "rpath" in A.layout.cache
     finally:
         kernels.configure(threads=old.threads, serial_work=old.serial_work)

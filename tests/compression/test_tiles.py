@@ -16,6 +16,7 @@ from asafe.compression import (
     EmptyTile,
     SparseTile,
     TiledMatrix,
+    build,
     graph500,
     matrix,
     tiles,
@@ -25,7 +26,7 @@ HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[Hea
 
 
 def test_doctests():
-    for module in (tiles, matrix):
+    for module in (tiles, matrix, build):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0
@@ -257,7 +258,7 @@ def test_tiles_round_trip(case):
 
 def test_from_scipy_keeps_canonical_csr_uncopied_and_fixes_others():
     S = sp.csr_array(np.array([[1.0, 0.0], [0.0, 2.0]]))
-    assert matrix._canonical_csr(S) is S
+    assert build.canonical_csr(S) is S
     dup = sp.csr_array(([1.0, 1.0, 0.0], [0, 0, 1], [0, 3, 3]), shape=(2, 2))
     A = TiledMatrix.from_scipy(dup, tile=1)
     assert A.nnz == 1 and A.to_dense()[0, 0] == 2.0
