@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from asafe.app import stats
-from asafe.app.stats import environment, git_state
+from asafe.app.environment import environment, git_state
 
 __all__ = [
     "Measurement",

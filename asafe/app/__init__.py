@@ -10,6 +10,8 @@
 * :mod:`~asafe.app.load` -- competing jobs (a memory stream, a bulk flow on the
   link) that a phase of the workload can run beside: phases that change under load;
 * :mod:`~asafe.app.stats` -- the one statistics module (medians,
-  order-statistic intervals, paired ratios, stop rule, environment capture) of
-  the demo and of every benchmark suite.
+  order-statistic intervals, paired ratios, stop rule) of the demo and of every
+  benchmark suite;
+* :mod:`~asafe.app.environment` -- the machine and software a result was
+  measured on.
 """

@@ -57,7 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from . import workload as wl
-from .stats import describe, environment, median, paired_ratio
+from .environment import environment
+from .stats import describe, median, paired_ratio
 
 __all__ = ["run_demo", "DemoError", "TARGETS", "plot_report", "build_report", "connect", "default_repetitions"]
 
