@@ -29,12 +29,14 @@ __all__ = ["SUITES", "available_suites", "main"]
 SUITES: dict[str, str] = {
     "kernels": "tile kernels (numba) against numpy dense and scipy CSR matvec, with a bandwidth roofline",
     "phased": "phased workloads: the adaptive switch against the best static settings",
+    "demo": "asafe demo with the phased suite's evaluation variants too (hybrid, adaptive-sampling, ...)",
     "overhead": "cost of asafe's tracking on Dask's schedulers (20k trivial tasks, with and without)",
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
 }
 
-_NOT_SUITES = {"harness", "stats", "__main__", "__init__", "conftest"}
+#: Modules of this folder that are not suites: the harness, and the parts of the phased suite.
+_NOT_SUITES = {"harness", "stats", "__main__", "__init__", "conftest", "phase_sets", "variants", "tuning"}
 
 
 def available_suites() -> dict[str, str]:

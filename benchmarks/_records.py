@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from asafe.app import stats
+from asafe.app.console import format_table
 
 __all__ = [
     "Measurement",
@@ -294,52 +295,6 @@ def format_seconds(seconds: float) -> str:
         if magnitude >= scale or unit == "ns":
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds:.3g} s"  # pragma: no cover
-
-
-def format_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:
-    """A plain-text table: one header line, a rule, one line per row.
-
-    Rows are mappings (read by column name; missing cells are blank) or sequences
-    in column order. Numbers are right-aligned (floats with 4 significant digits),
-    text left-aligned.
-
-    Examples
-    --------
-    >>> print(format_table([{"variant": "a", "n": 7}, {"variant": "bb", "n": 12}], ["variant", "n"]))
-    variant   n
-    -------  --
-    a         7
-    bb       12
-    """
-    columns = [str(c) for c in columns]
-    cells: list[list[str]] = []
-    numeric = [True] * len(columns)
-    for row in rows:
-        values = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else list(row)
-        if len(values) != len(columns):
-            raise ValueError(f"row {row!r} has {len(values)} cells for {len(columns)} columns")
-        line = []
-        for i, value in enumerate(values):
-            if isinstance(value, (bool, str)) or value is None:
-                text = "" if value is None else str(value)
-                numeric[i] = numeric[i] and (text == "" or _looks_numeric(text))
-                line.append(text)
-            elif isinstance(value, float):
-                line.append(f"{value:.4g}")
-            else:
-                line.append(str(value))
-        cells.append(line)
-    widths = [max([len(c)] + [len(line[i]) for line in cells]) for i, c in enumerate(columns)]
-
-    def render(line: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(line, widths, numeric)).rstrip()
-
-    return "\n".join([render(columns), render(["-" * w for w in widths])] + [render(line) for line in cells])
-
-
-def _looks_numeric(text: str) -> bool:
-    # "1.23 ms", "+4.5%", "[1 ms, 2 ms]", "-" (a blank number) align right
-    return not isinstance(text, bool) and (text[0].isdigit() or text[0] in "+-.[") and text not in ("True", "False")
 
 
 def summary_table(measurements: Mapping[str, Measurement] | Sequence[Measurement]) -> str:

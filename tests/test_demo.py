@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from asafe.app import workload as wl
 from asafe.app.cli import main
 from asafe.app.demo import DemoError, run_demo
+from asafe.app.variants import Thresholds
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,7 +30,7 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     # alpha huge, beta infinite: compression turns on at the first measured
     # communication and stays on, so transitions are sure to be recorded
-    thresholds = wl.Thresholds(alpha=1e9, beta=math.inf, window=16, dwell=0.0, dwell_tasks=1, blend=1.0,
+    thresholds = Thresholds(alpha=1e9, beta=math.inf, window=16, dwell=0.0, dwell_tasks=1, blend=1.0,
                                how="test: on at the first communication, never off")
     from rich.console import Console
 
@@ -131,7 +132,12 @@ def test_targets_and_speedups_are_reported(report):
 def test_unknown_variant_is_a_clear_error():
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,static-on,bogus"])
     assert result.exit_code != 0
-    assert "bogus" in result.output and "allowed: adaptive, adaptive-ready, adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off" in result.output
+    assert "bogus" in result.output and "allowed: adaptive, per-task, static-on, static-off" in result.output
+    # the evaluation variants are the benchmarks' (python -m benchmarks demo): asafe demo lists only its own
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,hybrid,static-on,static-off"])
+    assert result.exit_code != 0 and "['hybrid']" in result.output
+    help_text = " ".join(CliRunner().invoke(main, ["demo", "--help"]).output.split())
+    assert "from adaptive, per-task, static-on, static-off (static-on" in help_text
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,per-task"])
     assert result.exit_code != 0 and "must include static-on and static-off" in result.output
 
@@ -159,13 +165,16 @@ def test_bad_options_are_clear():
 
 
 def test_a_run_without_the_adaptive_variant_reports_the_others(tmp_path):
-    # e.g. the rule on and off, side by side (eval-arrivals2.sh): no targets to
+    # e.g. the rule on and off, side by side (python -m benchmarks evals arrivals2): no targets to
     # report, every installed variant's transitions recorded
     from rich.console import Console
 
+    from benchmarks import variants as evaluation_variants
+
     console = Console(record=True, width=120)
     data = run_demo(size="test", repetitions=1, plot=tmp_path / "demo.png", json_path=tmp_path / "demo.json",
-                    console=console, variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"))
+                    console=console, variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"),
+                    known=evaluation_variants.KNOWN, compared=evaluation_variants.COMPARED)
     assert "the adaptive variant's, and it did not run" in console.export_text()
     assert set(data["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
     assert data["transitions"] == [] and "adaptive-arrivals_vs_adaptive-dwell" in data["speedups"]
