@@ -180,3 +180,32 @@ def test_a_run_without_the_adaptive_variant_reports_the_others(tmp_path):
     assert data["transitions"] == [] and "adaptive-arrivals_vs_adaptive-dwell" in data["speedups"]
     assert data["settings"]["repetitions"] == 1
     assert (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_importing_asafe_or_a_worker_plugin_loads_neither_matplotlib_nor_rich(tmp_path):
+    # workers never draw: matplotlib and rich are the demo's extras, imported only when it draws or prints
+    import subprocess
+    import sys
+
+    code = ("import sys, asafe, asafe.schedulers.plugins, asafe.app.cli, asafe.app.demo; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'rich')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_the_demo_extras_the_demo_prints_plain_text_and_says_the_figure_needs_them(tmp_path, monkeypatch,
+                                                                                            capsys):
+    import sys
+
+    for name in ("matplotlib", "rich", "rich.console", "rich.table", "rich.progress", "rich.markup",
+                 *[m for m in sys.modules if m.startswith(("matplotlib.", "rich."))]):
+        monkeypatch.setitem(sys.modules, name, None)  # an import of it fails, as where it is not installed
+    data = run_demo(size="test", repetitions=1, plot=tmp_path / "demo.png", json_path=tmp_path / "demo.json",
+                    variants=("static-on", "static-off"))
+    out = capsys.readouterr().out
+    assert not (tmp_path / "demo.png").exists() and (tmp_path / "demo.json").is_file()
+    assert out.count('not drawn: the figure needs matplotlib (pip install "asafe[demo]")') == 1
+    assert "asafe demo: 4 phases x 2 variants" in out and "[bold]" not in out and "[/]" not in out
+    assert "Total time of the phases" in out and "Per phase" in out
+    assert data["variants"]["static-on"]["correct"] is True
