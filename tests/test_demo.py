@@ -187,7 +187,12 @@ def test_importing_asafe_or_a_worker_plugin_loads_neither_matplotlib_nor_rich(tm
     import subprocess
     import sys
 
-    code = ("import sys, asafe, asafe.schedulers.plugins, asafe.app.cli, asafe.app.demo; "
+    # asafe, every module of the rooms a worker loads (the plugins among them: asafe.schedulers.plugins
+    # today, whatever their modules are named), the command and the demo
+    code = ("import importlib, pkgutil, sys, asafe, asafe.core, asafe.schedulers, asafe.app.cli, asafe.app.demo\n"
+            "for package in (asafe.core, asafe.schedulers):\n"
+            "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+            "        importlib.import_module(info.name)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'rich')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
