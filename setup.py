@@ -30,10 +30,6 @@ install_requires = [
     "click>=8.0",
     # asafe.yaml, the dask.config defaults shipped with the package
     "pyyaml>=6.0",
-    # progress bars and tables of ``asafe demo``
-    "rich>=13.0",
-    # the PNG figure that ``asafe demo`` draws at the end of its run
-    "matplotlib>=3.7",
     # limiting BLAS threads around numba kernels (see asafe.compression.kernels)
     "threadpoolctl>=3.1",
     # wire-compression (asafe.schedulers.wire): blosc2's byte shuffle + LZ4 compresses
@@ -42,9 +38,16 @@ install_requires = [
     "blosc2>=2.0",
 ]
 
+#: What ``asafe demo`` draws and prints with: its PNG figure (matplotlib) and its progress bars and tables
+#: (rich). Workers never draw: without them the demo runs, prints plain text and says the figure needs them.
+DEMO = ["matplotlib>=3.7", "rich>=13.0"]
+
 extras_require = {
-    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
-    "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
+    "demo": DEMO,
+    # the tests run the demo with its figure and console (tests/test_demo.py)
+    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", *DEMO],
+    # the Concepts page's figures are drawn at build time
+    "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6", "matplotlib>=3.7"],
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
     # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse
     # (darray: dask.array of sparse.COO chunks)

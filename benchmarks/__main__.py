@@ -29,12 +29,17 @@ __all__ = ["SUITES", "available_suites", "main"]
 SUITES: dict[str, str] = {
     "kernels": "tile kernels (numba) against numpy dense and scipy CSR matvec, with a bandwidth roofline",
     "phased": "phased workloads: the adaptive switch against the best static settings",
+    "demo": "asafe demo with the phased suite's evaluation variants too (hybrid, adaptive-sampling, ...)",
+    "evals": "the evaluation plans of docs/results/, one command each: python -m benchmarks evals PLAN",
     "overhead": "cost of asafe's tracking on Dask's schedulers (20k trivial tasks, with and without)",
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
 }
 
-_NOT_SUITES = {"harness", "stats", "__main__", "__init__", "conftest"}
+#: Modules of this folder that are not suites: the harness, the parts of the phased suite, the evaluation
+#: plans' data and the analysis of their results.
+_NOT_SUITES = {"harness", "stats", "__main__", "__init__", "conftest", "phase_sets", "variants", "tuning", "plans",
+               "analysis"}
 
 
 def available_suites() -> dict[str, str]:

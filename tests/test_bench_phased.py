@@ -91,7 +91,7 @@ def test_the_default_reuse_settings_follow_from_the_committed_calibration_data()
     import json
     from pathlib import Path
 
-    from asafe.app.workload import DEFAULT_THRESHOLDS
+    from asafe.app.variants import DEFAULT_THRESHOLDS
 
     path = Path(__file__).resolve().parents[1] / "docs" / "results" / "calibration-reuse" / "results.json"
     phases = json.loads(path.read_text())["records"]["reuse"]["phases"]
@@ -106,6 +106,7 @@ def test_the_phases_section_reports_its_phases_under_load(tmp_path, capsys):
     from distributed import Client, LocalCluster
 
     from asafe.app import workload as wl
+    from asafe.app.variants import DEFAULT_THRESHOLDS
     from benchmarks.harness import Results
 
     quiet = wl.TEST_PHASES[0]
@@ -114,7 +115,7 @@ def test_the_phases_section_reports_its_phases_under_load(tmp_path, capsys):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         expected = [wl.reference(quiet)] * 2
-        phased.section_phases(client, phases, wl.DEFAULT_THRESHOLDS, expected, 1, results,
+        phased.section_phases(client, phases, DEFAULT_THRESHOLDS, expected, 1, results,
                               variants=("adaptive", "static-on", "static-off"))
     assert "under load (busy): adaptive" in capsys.readouterr().out
     results.save()
@@ -130,16 +131,44 @@ def test_the_phases_section_runs_without_the_adaptive_variant(tmp_path, capsys):
     from distributed import Client, LocalCluster
 
     from asafe.app import workload as wl
+    from asafe.app.variants import DEFAULT_THRESHOLDS
     from benchmarks.harness import Results
 
     phases = list(wl.TEST_PHASES[:2])
     results = Results("phased", tmp_path)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        phased.section_phases(client, phases, wl.DEFAULT_THRESHOLDS, [wl.reference(p) for p in phases], 1, results,
+        phased.section_phases(client, phases, DEFAULT_THRESHOLDS, [wl.reference(p) for p in phases], 1, results,
                               variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"))
     assert "targets: the adaptive variant's, and it did not run" in capsys.readouterr().out
     results.save()
     record = json.loads((tmp_path / "phased" / "results.json").read_text())["records"]["phases"]
     assert set(record["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
     assert "adaptive-arrivals_vs_adaptive-dwell" in record["paired_speedups"]
+
+
+def test_the_suite_resolves_every_variant_and_phase_set_by_the_names_they_had(capsys):
+    from asafe.app.variants import DEFAULT_THRESHOLDS
+    from benchmarks import demo as bench_demo
+    from benchmarks import phase_sets, variants
+
+    names = ("adaptive", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "adaptive-sampling", "per-task",
+             "hybrid", "static-on", "static-off")
+    assert variants.ALL_VARIANTS == tuple(variants.KNOWN) == names
+    known = variants.KNOWN
+    # what each does: a runtime installed, a rule per panel, the next wave counted, arrivals past the dwell
+    assert {v for v in names if known[v].installed} == {
+        "adaptive", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "adaptive-sampling", "hybrid"}
+    assert {v for v in names if known[v].rule} == {"per-task", "hybrid", "adaptive-sampling"}
+    assert [v for v in names if not known[v].next_wave] == ["adaptive-ready"]
+    assert known["adaptive-arrivals"].runtime(DEFAULT_THRESHOLDS).arrivals_skip_dwell is True
+    assert known["adaptive-dwell"].runtime(DEFAULT_THRESHOLDS).arrivals_skip_dwell is False
+    assert set(phase_sets.PHASE_SETS) == {"default", "quick", "test", "calibration", "calibration2", "heldout",
+                                          "heldout2", "heldout3", "heldout4", "heldout5", "loaded", "loaded2"}
+    # the suite's errors and the demo twin's help list exactly what is allowed
+    assert phased.main(["--variants", "adaptive,greedy,static-on,static-off"]) == 2
+    assert f"allowed: {', '.join(names)}" in capsys.readouterr().err
+    assert phased.main(["--phases", "huge"]) == 2
+    assert "size must be one of ['calibration', 'calibration2', 'default'" in capsys.readouterr().err
+    assert bench_demo.main(["--help"]) == 0
+    assert f"from {', '.join(names)} (static-on" in " ".join(capsys.readouterr().out.split())

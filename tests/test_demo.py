@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from asafe.app import workload as wl
 from asafe.app.cli import main
 from asafe.app.demo import DemoError, run_demo
+from asafe.app.variants import Thresholds
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,7 +30,7 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     # alpha huge, beta infinite: compression turns on at the first measured
     # communication and stays on, so transitions are sure to be recorded
-    thresholds = wl.Thresholds(alpha=1e9, beta=math.inf, window=16, dwell=0.0, dwell_tasks=1, blend=1.0,
+    thresholds = Thresholds(alpha=1e9, beta=math.inf, window=16, dwell=0.0, dwell_tasks=1, blend=1.0,
                                how="test: on at the first communication, never off")
     from rich.console import Console
 
@@ -131,7 +132,12 @@ def test_targets_and_speedups_are_reported(report):
 def test_unknown_variant_is_a_clear_error():
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,static-on,bogus"])
     assert result.exit_code != 0
-    assert "bogus" in result.output and "allowed: adaptive, adaptive-ready, adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, static-off" in result.output
+    assert "bogus" in result.output and "allowed: adaptive, per-task, static-on, static-off" in result.output
+    # the evaluation variants are the benchmarks' (python -m benchmarks demo): asafe demo lists only its own
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,hybrid,static-on,static-off"])
+    assert result.exit_code != 0 and "['hybrid']" in result.output
+    help_text = " ".join(CliRunner().invoke(main, ["demo", "--help"]).output.split())
+    assert "from adaptive, per-task, static-on, static-off (static-on" in help_text
     result = CliRunner().invoke(main, ["demo", "--size", "test", "--variants", "adaptive,per-task"])
     assert result.exit_code != 0 and "must include static-on and static-off" in result.output
 
@@ -159,15 +165,52 @@ def test_bad_options_are_clear():
 
 
 def test_a_run_without_the_adaptive_variant_reports_the_others(tmp_path):
-    # e.g. the rule on and off, side by side (eval-arrivals2.sh): no targets to
+    # e.g. the rule on and off, side by side (python -m benchmarks evals arrivals2): no targets to
     # report, every installed variant's transitions recorded
     from rich.console import Console
 
+    from benchmarks import variants as evaluation_variants
+
     console = Console(record=True, width=120)
     data = run_demo(size="test", repetitions=1, plot=tmp_path / "demo.png", json_path=tmp_path / "demo.json",
-                    console=console, variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"))
+                    console=console, variants=("adaptive-arrivals", "adaptive-dwell", "static-on", "static-off"),
+                    known=evaluation_variants.KNOWN, compared=evaluation_variants.COMPARED)
     assert "the adaptive variant's, and it did not run" in console.export_text()
     assert set(data["transitions_by_variant"]) == {"adaptive-arrivals", "adaptive-dwell"}
     assert data["transitions"] == [] and "adaptive-arrivals_vs_adaptive-dwell" in data["speedups"]
     assert data["settings"]["repetitions"] == 1
     assert (tmp_path / "demo.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_importing_asafe_or_a_worker_plugin_loads_neither_matplotlib_nor_rich(tmp_path):
+    # workers never draw: matplotlib and rich are the demo's extras, imported only when it draws or prints
+    import subprocess
+    import sys
+
+    # asafe, every module of the rooms a worker loads (the plugins among them: asafe.schedulers.plugins
+    # today, whatever their modules are named), the command and the demo
+    code = ("import importlib, pkgutil, sys, asafe, asafe.core, asafe.schedulers, asafe.app.cli, asafe.app.demo\n"
+            "for package in (asafe.core, asafe.schedulers):\n"
+            "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+            "        importlib.import_module(info.name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'rich')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_the_demo_extras_the_demo_prints_plain_text_and_says_the_figure_needs_them(tmp_path, monkeypatch,
+                                                                                            capsys):
+    import sys
+
+    for name in ("matplotlib", "rich", "rich.console", "rich.table", "rich.progress", "rich.markup",
+                 *[m for m in sys.modules if m.startswith(("matplotlib.", "rich."))]):
+        monkeypatch.setitem(sys.modules, name, None)  # an import of it fails, as where it is not installed
+    data = run_demo(size="test", repetitions=1, plot=tmp_path / "demo.png", json_path=tmp_path / "demo.json",
+                    variants=("static-on", "static-off"))
+    out = capsys.readouterr().out
+    assert not (tmp_path / "demo.png").exists() and (tmp_path / "demo.json").is_file()
+    assert out.count('not drawn: the figure needs matplotlib (pip install "asafe[demo]")') == 1
+    assert "asafe demo: 4 phases x 2 variants" in out and "[bold]" not in out and "[/]" not in out
+    assert "Total time of the phases" in out and "Per phase" in out
+    assert data["variants"]["static-on"]["correct"] is True

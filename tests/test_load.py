@@ -70,14 +70,15 @@ def test_the_child_rejects_a_bad_kind(capsys):
 
 def test_a_phase_names_its_load():
     from asafe.app import workload as wl
+    from benchmarks import phase_sets
 
     assert wl.Phase("p", scale=8, load="link").load == "link"
     with pytest.raises(ValueError, match="load must be"):
         wl.Phase("p", scale=8, load="disk")
-    assert {p.load for p in wl.phases_for("loaded")} == {None, "memory", "link"}
-    assert {p.load for p in wl.phases_for("loaded2")} == {None, *LOADS}
+    assert {p.load for p in phase_sets.phases_for("loaded")} == {None, "memory", "link"}
+    assert {p.load for p in phase_sets.phases_for("loaded2")} == {None, *LOADS}
     for size in ("loaded", "loaded2"):
-        loaded = wl.phases_for(size)
+        loaded = phase_sets.phases_for(size)
         # each quiet phase is followed by the same graph under load: the environment alone changes
         for quiet, busy in zip(loaded, loaded[1:]):
             if quiet.load is None:

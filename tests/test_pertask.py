@@ -6,9 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asafe.app import pertask
+from asafe.app import pertask, runner, variants
 from asafe.app import workload as wl
 from asafe.compression import CostModel, TiledMatrix
+from benchmarks import phase_sets
+from benchmarks import variants as evaluation_variants
 
 
 def _panel(phase, index=0):
@@ -56,7 +58,7 @@ def test_costs_are_positive_and_calibrated_once():
     # 30%-full blocks made and read once on the same worker: the inspection and conversion do not pay
     (wl.PHASES[1].scaled(scale=10, panels=4), False, False),
     # sparse panels kept local but read for 16 vectors: compression pays by reuse alone
-    (wl.HELD_OUT_PHASES[0].scaled(scale=10, panels=4), False, True),
+    (phase_sets.HELD_OUT_PHASES[0].scaled(scale=10, panels=4), False, True),
 ])
 def test_decisions_on_the_workload_panels(phase, remote, expected):
     dense, source = _panel(phase)
@@ -142,12 +144,12 @@ def test_a_rule_is_a_hybrid_or_deferred_not_both():
 def test_adaptive_sampling_runs_the_per_task_optimization_from_the_calibrated_reuse():
     from asafe.core.mode import ModeVector
 
-    plain = wl.adaptive_runtime()
-    sampling = wl.adaptive_runtime(per_task=True)
+    plain = variants.adaptive_runtime()
+    sampling = evaluation_variants.sampling_runtime()
     assert list(plain.optimizations) == ["compression"]
     assert list(sampling.optimizations) == ["compression", pertask.PER_TASK]
     domain = sampling.optimizations[pertask.PER_TASK].domain
-    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    low = variants.DEFAULT_THRESHOLDS.per_task_reuse
     assert domain.decide(ModeVector({"compute": 1.0}, reuse=low), False)
     assert not domain.decide(ModeVector({"compute": 1.0}, reuse=low - 1), True)
     assert not domain.decide(ModeVector({"compute": 1.0}, reuse=float("nan")), True)
@@ -169,11 +171,11 @@ def test_estimate_refuses_bad_input(dense, tile, stride, message):
 
 
 def test_variants_are_checked():
-    assert wl.check_variants("adaptive, per-task,static-on,static-off") == (
+    assert variants.check_variants("adaptive, per-task,static-on,static-off") == (
         "adaptive", "per-task", "static-on", "static-off")
     with pytest.raises(ValueError, match="unknown variant"):
-        wl.check_variants(["adaptive", "greedy", "static-on", "static-off"])
+        variants.check_variants(["adaptive", "greedy", "static-on", "static-off"])
     with pytest.raises(ValueError, match="named twice"):
-        wl.check_variants(["static-on", "static-on", "static-off"])
+        variants.check_variants(["static-on", "static-on", "static-off"])
     with pytest.raises(ValueError, match="compress must be"):
-        wl._per_panel("sometimes", wl.TEST_PHASES[0], [("a", "b")])
+        runner._per_panel("sometimes", wl.TEST_PHASES[0], [("a", "b")])

@@ -12,8 +12,11 @@ import pytest
 import scipy.sparse as sp
 
 import asafe
+from asafe.app import comparison, runner, variants
 from asafe.app import workload as wl
 from asafe.core.types import type_of_callable
+from benchmarks import phase_sets
+from benchmarks import variants as evaluation_variants
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -39,7 +42,7 @@ def test_phase_validation():
 @pytest.mark.parametrize("size", ["default", "quick", "test", "calibration", "heldout", "heldout2", "heldout3",
                                   "heldout4", "heldout5", "calibration2", "loaded", "loaded2"])
 def test_presets_have_four_phases_of_both_placements(size):
-    phases = wl.phases_for(size)
+    phases = phase_sets.phases_for(size)
     assert len(phases) >= 4
     assert {p.placement for p in phases} == {"shipped", "local"}
     assert len({p.name for p in phases}) == len(phases)
@@ -155,7 +158,7 @@ def expected():
 @pytest.mark.parametrize("phase", wl.TEST_PHASES, ids=[p.name for p in wl.TEST_PHASES])
 def test_every_phase_is_correct_static(client, expected, phase, compress):
     steps = []
-    run = wl.run_phase(client, phase, compress, expected=expected[phase.name],
+    run = runner.run_phase(client, phase, compress, expected=expected[phase.name],
                        on_step=lambda step, steps_: steps.append((step, steps_)))
     assert run.correct, run.error
     assert steps == [(s, phase.steps) for s in range(1, phase.steps + 1)]
@@ -178,7 +181,7 @@ def test_placement_moves_panels_only_when_shipped(client, expected):
         moved = {}
         for phase in wl.TEST_PHASES[:2]:
             before = handle.info("plugin")["plugin"]["transfers"]["logical_bytes"]
-            run = wl.run_phase(client, phase, False, expected=expected[phase.name])
+            run = runner.run_phase(client, phase, False, expected=expected[phase.name])
             assert run.correct, run.error
             moved[phase.placement] = handle.info("plugin")["plugin"]["transfers"]["logical_bytes"] - before
         shipped, local = wl.TEST_PHASES[0], wl.TEST_PHASES[1]
@@ -194,18 +197,18 @@ def test_placement_moves_panels_only_when_shipped(client, expected):
 @pytest.mark.parametrize("load,did", [("memory", "bytes_copied"), ("link", "bytes_moved")])
 def test_a_phase_under_load_is_correct_and_reports_its_competing_job(client, expected, load, did):
     phase = wl.TEST_PHASES[0]
-    run = wl.run_phase(client, phase.scaled(load=load), True, expected=expected[phase.name])
+    run = runner.run_phase(client, phase.scaled(load=load), True, expected=expected[phase.name])
     assert run.correct, run.error
     # the job ran for the whole phase, and the record says what it did
     assert run.load["kind"] == load and run.load["seconds"] >= run.seconds and run.load[did] > 0
     assert run.as_dict()["load"] == run.load
-    quiet = wl.run_phase(client, phase, True, expected=expected[phase.name])
+    quiet = runner.run_phase(client, phase, True, expected=expected[phase.name])
     assert quiet.load is None and quiet.as_dict()["load"] is None
 
 
 def test_a_comparison_reports_the_competing_jobs_of_its_loaded_phases(client, expected):
     quiet, busy = wl.TEST_PHASES[1], wl.TEST_PHASES[1].scaled(name="busy", load="memory")
-    cmp = wl.compare(client, [quiet, busy], repetitions=2, expected=[expected[quiet.name]] * 2, warmup=False,
+    cmp = comparison.compare(client, [quiet, busy], repetitions=2, expected=[expected[quiet.name]] * 2, warmup=False,
                      variants=("static-on", "static-off"))
     reports = cmp.load_reports()
     assert list(reports) == ["busy"]  # the quiet phase ran beside nothing
@@ -216,7 +219,7 @@ def test_a_comparison_reports_the_competing_jobs_of_its_loaded_phases(client, ex
 
 def test_adaptive_variant_is_correct_and_records_its_transitions(client, expected):
     phases = list(wl.TEST_PHASES)
-    run = wl.run_variant(client, phases, "adaptive", expected=[expected[p.name] for p in phases])
+    run = variants.run_variant(client, phases, "adaptive", expected=[expected[p.name] for p in phases])
     assert run.correct, [p.error for p in run.phases]
     assert [p.phase for p in run.phases] == [p.name for p in phases]
     for t in run.transitions:
@@ -231,12 +234,13 @@ def test_adaptive_sampling_is_correct_and_samples_only_where_the_mode_lets_it(cl
     from asafe.app import pertask
 
     phases = list(wl.TEST_PHASES)
-    run = wl.run_variant(client, phases, "adaptive-sampling", expected=[expected[p.name] for p in phases])
+    run = variants.run_variant(client, phases, evaluation_variants.KNOWN["adaptive-sampling"],
+                               expected=[expected[p.name] for p in phases])
     assert run.correct, [p.error for p in run.phases]
     # every panel's decision is logged: by the mode, or by the rule's payoff where the mode let it decide
     assert len(run.decisions) == sum(p.steps * p.panels for p in phases)
     assert {d["why"] for d in run.decisions} <= {"mode", "payoff"}
-    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    low = variants.DEFAULT_THRESHOLDS.per_task_reuse
     assert all(d["reads"] >= low for d in run.decisions if d["why"] == "payoff")
     assert all(d["on_s"] is None for d in run.decisions if d["why"] == "mode")  # no sample taken
     # the figure's transitions are compression's; the second optimization is the runtime's business
@@ -250,7 +254,7 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
         d.pop("name"), d.pop("description")
         return tuple(sorted(d.items()))
 
-    sets = {size: wl.phases_for(size)
+    sets = {size: phase_sets.phases_for(size)
             for size in ("default", "calibration", "heldout", "heldout2", "heldout3", "heldout4", "heldout5",
                          "calibration2", "loaded", "loaded2")}
     for a in sets:
@@ -260,11 +264,11 @@ def test_the_tuning_evaluation_and_held_out_sets_share_no_phase():
                 assert not {body(p) for p in sets[a]} & {body(p) for p in sets[b]}, (a, b)
     # the second held-out set puts declared reuse below, at and above the threshold
     reads = {p.vectors for p in sets["heldout2"] if p.placement == "local"}
-    threshold = wl.DEFAULT_THRESHOLDS.reuse
+    threshold = variants.DEFAULT_THRESHOLDS.reuse
     assert min(reads) < threshold < max(reads)
     # the third: local reuse below, inside and above the band the per-task rule decides in
     reads = {p.vectors for p in sets["heldout3"] if p.placement == "local"}
-    low = wl.DEFAULT_THRESHOLDS.per_task_reuse
+    low = variants.DEFAULT_THRESHOLDS.per_task_reuse
     assert min(reads) < low and any(low <= r < threshold for r in reads) and max(reads) >= threshold
     # the fourth: short local phases (a toggle within a dwell of the last) followed by shipped ones
     fourth = sets["heldout4"]

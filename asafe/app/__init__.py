@@ -2,14 +2,22 @@
 
 * :mod:`~asafe.app.cli` -- the ``asafe`` command (``asafe demo``);
 * :mod:`~asafe.app.demo` -- the demo: variants run side by side, a table, a
-  JSON result and a figure;
-* :mod:`~asafe.app.workload` -- the demo's phased Graph500 workload on a
-  LocalCluster, shared with the ``phased`` benchmark suite;
+  JSON result and a figure (:mod:`~asafe.app.console` prints it, plain text
+  without rich);
+* :mod:`~asafe.app.workload` -- the demo's phased Graph500 workload: its phases,
+  matrices and typed tasks, shared with the ``phased`` benchmark suite;
+* :mod:`~asafe.app.runner` -- running phases on a Dask cluster;
+* :mod:`~asafe.app.variants` -- what each variant does (the adaptive runtime,
+  the per-task rule, the static settings) and one run of one variant;
+* :mod:`~asafe.app.comparison` -- the variants measured side by side, and the
+  per-phase oracle;
 * :mod:`~asafe.app.pertask` -- the per-task cost rule, the baseline the global
   mode is measured against (and the hybrid of the two);
 * :mod:`~asafe.app.load` -- competing jobs (a memory stream, a bulk flow on the
   link) that a phase of the workload can run beside: phases that change under load;
 * :mod:`~asafe.app.stats` -- the one statistics module (medians,
-  order-statistic intervals, paired ratios, stop rule, environment capture) of
-  the demo and of every benchmark suite.
+  order-statistic intervals, paired ratios, stop rule) of the demo and of every
+  benchmark suite;
+* :mod:`~asafe.app.environment` -- the machine and software a result was
+  measured on.
 """

@@ -5,9 +5,12 @@ them, and call library functions that the tests call too.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import click
 
-__all__ = ["main"]
+__all__ = ["main", "demo_command"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,73 +52,92 @@ _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mb
               "(Linux; root or user namespaces). Default: the loopback as it is.")
 
 
-@main.command()
-@click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: a few minutes on 2 cores.")
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=2),
-              help="Worker processes of the embedded LocalCluster (panels are shipped between them).")
-@click.option("--threads-per-worker", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Threads per worker of the embedded LocalCluster.")
-@click.option("--scheduler-address", default=None, metavar="ADDRESS",
-              help="Run on this existing cluster (tcp://host:port) instead of an embedded one.")
-@click.option("--repetitions", default=None, type=click.IntRange(1, 100),
-              help="Measured rounds of every variant, interleaved [default: 3 with --quick, else 6].")
-@click.option("--alpha", default=None, type=float, callback=_positive,
-              help="Compression turns on below this compute/communication ratio [default: 1].")
-@click.option("--beta", default=None, type=float, callback=_positive,
-              help="Compression turns off above this compute/communication ratio [default: 8].")
-@click.option("--window", default=None, type=click.IntRange(min=1),
-              help="Measurements in the mode tracker's sliding window [default: 16].")
-@click.option("--blend", default=None, type=click.FloatRange(0.0, 1.0),
-              help="Weight of the measured window against the scheduled tasks and planned transfers "
-                   "(1: the measured window alone) [default: 0.1].")
-@click.option("--plot", "plot", default="asafe-demo.png", show_default=True, type=click.Path(dir_okay=False),
-              help="Where the PNG figure goes.")
-@click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
-              type=click.Path(dir_okay=False), help="Where the JSON report goes.")
-@click.option("--link", "link", default=None, metavar="RATE", callback=_link_option, help=_LINK_HELP)
-@click.option("--variants", default="adaptive,per-task,static-on,static-off", show_default=True, metavar="LIST",
-              help="Comma-separated variants to run, from adaptive, adaptive-ready, adaptive-arrivals, adaptive-dwell, adaptive-sampling, per-task, hybrid, static-on, "
-                   "static-off (static-on and static-off are always needed: the oracle is made of them).")
-@click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
-              help="Phase sizes (tests use 'test').")
-def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
-         repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
-         blend: float | None, plot: str, json_path: str, link, variants: str, size: str | None) -> None:
-    """Run the phased Graph500 workload: adaptive compression against the per-task rule and the static settings.
+def demo_command(known: Mapping[str, Any] | None = None, compared: Sequence[str] | None = None,
+                 name: str = "demo") -> click.Command:
+    """The ``asafe demo`` command, over the variants of ``known`` (default: the package's).
 
-    Four phases (shipped sparse panels, local dense-ish panels, shipped panels
-    reused for 8 vectors, local 256-tiles) run under asafe's adaptive runtime,
-    the per-task cost rule, compression always on, always off, and the
-    per-phase oracle. Prints progress, transitions and a table; writes a JSON
-    report and a PNG figure.
+    ``python -m benchmarks demo`` is the same command over the ``phased`` suite's
+    variants (the evaluation ones too): its ``--variants`` help and errors list
+    exactly the names of its ``known``.
     """
-    from dataclasses import replace
+    from .variants import COMPARED, KNOWN_VARIANTS, VARIANTS
 
-    from . import workload
-    from .demo import DemoError, run_demo
+    known = KNOWN_VARIANTS if known is None else known
+    compared = COMPARED if compared is None else compared
+    default_variants = ",".join(VARIANTS)
 
-    if size is None:
-        size = "quick" if quick else "default"
-    thresholds = workload.DEFAULT_THRESHOLDS
-    changes = {k: v for k, v in (("alpha", alpha), ("beta", beta), ("window", window), ("blend", blend))
-               if v is not None}
-    if changes:
-        thresholds = replace(thresholds, **changes, how="set on the command line: " + ", ".join(
-            f"{k}={v}" for k, v in changes.items()))
-    if thresholds.alpha > thresholds.beta:
-        raise click.BadParameter(
-            f"Hysteresis needs alpha <= beta, got alpha={thresholds.alpha} > beta={thresholds.beta}",
-            param_hint="'--alpha' / '--beta'")
-    if link is not None and scheduler_address is not None:
-        raise click.UsageError("--link shapes the loopback of the embedded LocalCluster; it cannot be combined "
-                               "with --scheduler-address (shape that cluster's own network instead)")
-    _enter_link(link)
-    try:
-        run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
-                 scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
-                 plot=plot, json_path=json_path, variants=variants)
-    except DemoError as exc:
-        raise click.ClickException(str(exc)) from exc
+    @click.command(name=name)
+    @click.option("--quick", is_flag=True, help="Smaller phases and 3 rounds: a few minutes on 2 cores.")
+    @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=2),
+                  help="Worker processes of the embedded LocalCluster (panels are shipped between them).")
+    @click.option("--threads-per-worker", default=1, show_default=True, type=click.IntRange(min=1),
+                  help="Threads per worker of the embedded LocalCluster.")
+    @click.option("--scheduler-address", default=None, metavar="ADDRESS",
+                  help="Run on this existing cluster (tcp://host:port) instead of an embedded one.")
+    @click.option("--repetitions", default=None, type=click.IntRange(1, 100),
+                  help="Measured rounds of every variant, interleaved [default: 3 with --quick, else 6].")
+    @click.option("--alpha", default=None, type=float, callback=_positive,
+                  help="Compression turns on below this compute/communication ratio [default: 1].")
+    @click.option("--beta", default=None, type=float, callback=_positive,
+                  help="Compression turns off above this compute/communication ratio [default: 8].")
+    @click.option("--window", default=None, type=click.IntRange(min=1),
+                  help="Measurements in the mode tracker's sliding window [default: 16].")
+    @click.option("--blend", default=None, type=click.FloatRange(0.0, 1.0),
+                  help="Weight of the measured window against the scheduled tasks and planned transfers "
+                       "(1: the measured window alone) [default: 0.1].")
+    @click.option("--plot", "plot", default="asafe-demo.png", show_default=True, type=click.Path(dir_okay=False),
+                  help='Where the PNG figure goes (it needs matplotlib: pip install "asafe[demo]").')
+    @click.option("--json", "json_path", default="asafe-demo.json", show_default=True,
+                  type=click.Path(dir_okay=False), help="Where the JSON report goes.")
+    @click.option("--link", "link", default=None, metavar="RATE", callback=_link_option, help=_LINK_HELP)
+    @click.option("--variants", default=default_variants, show_default=True, metavar="LIST",
+                  help=f"Comma-separated variants to run, from {', '.join(known)} (static-on and static-off "
+                       "are always needed: the oracle is made of them).")
+    @click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
+                  help="Phase sizes (tests use 'test').")
+    def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
+             repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
+             blend: float | None, plot: str, json_path: str, link, variants: str, size: str | None) -> None:
+        """Run the phased Graph500 workload: adaptive compression against the per-task rule and the static settings.
+
+        Four phases (shipped sparse panels, local dense-ish panels, shipped panels
+        reused for 8 vectors, local 256-tiles) run under asafe's adaptive runtime,
+        the per-task cost rule, compression always on, always off, and the
+        per-phase oracle. Prints progress, transitions and a table; writes a JSON
+        report and a PNG figure.
+        """
+        from dataclasses import replace
+
+        from .demo import DemoError, run_demo
+        from .variants import DEFAULT_THRESHOLDS
+
+        if size is None:
+            size = "quick" if quick else "default"
+        thresholds = DEFAULT_THRESHOLDS
+        changes = {k: v for k, v in (("alpha", alpha), ("beta", beta), ("window", window), ("blend", blend))
+                   if v is not None}
+        if changes:
+            thresholds = replace(thresholds, **changes, how="set on the command line: " + ", ".join(
+                f"{k}={v}" for k, v in changes.items()))
+        if thresholds.alpha > thresholds.beta:
+            raise click.BadParameter(
+                f"Hysteresis needs alpha <= beta, got alpha={thresholds.alpha} > beta={thresholds.beta}",
+                param_hint="'--alpha' / '--beta'")
+        if link is not None and scheduler_address is not None:
+            raise click.UsageError("--link shapes the loopback of the embedded LocalCluster; it cannot be combined "
+                                   "with --scheduler-address (shape that cluster's own network instead)")
+        _enter_link(link)
+        try:
+            run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
+                     scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
+                     plot=plot, json_path=json_path, variants=variants, known=known, compared=compared)
+        except DemoError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return demo
+
+
+main.add_command(demo_command())
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

@@ -2,7 +2,7 @@
 
 The demo runs the four phases of :mod:`asafe.app.workload` on a Dask cluster -- an
 embedded ``LocalCluster`` of worker processes by default, or an existing one
-(``--scheduler-address``) -- under four variants:
+(``--scheduler-address``) -- under four variants (:mod:`asafe.app.variants`):
 
 ``adaptive``
     asafe's runtime with ``Hysteresis(alpha, beta)`` on the compute/communication
@@ -14,20 +14,6 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
     cost rule (:mod:`asafe.app.pertask`: its reuse, whether its consumer is on
     another worker, a sample of its tiles, calibrated costs, the worker's
     measured bandwidth), as StarPU's ``dmda`` decides per task;
-``hybrid`` (``--variants``)
-    the global mode as a prior, the per-task payoff as evidence: the payoff
-    decides where one form is expected 1.25x cheaper, the mode on close calls;
-``adaptive-sampling`` (``--variants``)
-    the global mode first, with a second optimization: the per-task rule, which
-    samples and decides the panels the mode leaves uncompressed while the
-    scheduled producers declare a reuse at which the calibration phases
-    disagreed (from 2 reads; at 16 and beyond compression is on anyway);
-``adaptive-ready`` (``--variants``)
-    adaptive without the next wave in the scheduled view (the design before it);
-``adaptive-arrivals`` / ``adaptive-dwell`` (``--variants``)
-    adaptive with a graph's arrival skipping the dwell where the scheduled view
-    alone makes its toggle / with the dwell holding arrivals too, whatever
-    ``asafe.controller.arrivals-skip-dwell`` says;
 ``static-on`` / ``static-off``
     compression always on / always off (no asafe installed: the strongest
     baselines);
@@ -39,25 +25,39 @@ embedded ``LocalCluster`` of worker processes by default, or an existing one
 Warm-up runs (numba compilation, matrix generation on the workers) are timed
 and reported apart. Then the variants run interleaved, in orders balanced for
 what one run leaves to the next (:func:`~asafe.app.stats.balanced_orders`), every
-phase of every run is checked against scipy, and the demo prints a table of
-medians with distribution-free 95% intervals and speedups with their absolute
-base times, writes a JSON report and draws a PNG: the measured ratio over time
-with the alpha and beta lines, compression on/off and the phase boundaries, and
-the per-phase times of every variant.
+phase of every run is checked against scipy (:mod:`asafe.app.comparison`), and
+the demo prints a table of medians with distribution-free 95% intervals and
+speedups with their absolute base times (:mod:`asafe.app.console`), writes a JSON
+report and draws a PNG: the measured ratio over time with the alpha and beta
+lines, compression on/off and the phase boundaries, and the per-phase times of
+every variant. The figure needs matplotlib and the live console rich, both in
+``pip install "asafe[demo]"``; without them the demo still runs, prints plain
+text and says that the figure was not drawn.
+
+The variants made for evaluations (``hybrid``, ``adaptive-sampling``,
+``adaptive-ready``, ``adaptive-arrivals``, ``adaptive-dwell``) run from a
+checkout: ``python -m benchmarks demo`` is this demo with them too (its
+``known`` and ``compared`` are the ``phased`` suite's).
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import workload as wl
-from .stats import describe, environment, median, paired_ratio
+from .comparison import Comparison, compare
+from .console import Display, make_console, print_summary
+from .environment import environment
+from .stats import describe, median, paired_ratio
+from .variants import (COMPARED, DEFAULT_THRESHOLDS, KNOWN_VARIANTS, ORACLE, VARIANTS, Thresholds, Variant,
+                       VariantRun, check_variants)
+from .workload import ATOL, RTOL, Phase, phases_for, reference
 
 __all__ = ["run_demo", "DemoError", "TARGETS", "plot_report", "build_report", "connect", "default_repetitions"]
 
@@ -126,33 +126,36 @@ def connect(scheduler_address: str | None = None, workers: int = 2,
 
 
 # --------------------------------------------------------------------------- report
-def _summaries(cmp: wl.Comparison) -> dict[str, Any]:
+def _summaries(cmp: Comparison) -> dict[str, Any]:
     variants = {}
-    for v in (*cmp.variants, wl.ORACLE):
+    for v in (*cmp.variants, ORACLE):
         totals = cmp.totals(v)
         entry = describe(totals) if totals else {"median_s": None, "ci95": [None, None]}
         entry["correct"] = cmp.correct(v)
         entry["per_phase_median_s"] = cmp.phase_medians(v) if totals else []
         variants[v] = entry
-    variants[wl.ORACLE]["definition"] = (
+    variants[ORACLE]["definition"] = (
         "not a run: for each phase the static setting with the lower per-phase median over the rounds "
         "is chosen after the fact; the oracle's total in round i is the sum over phases of round i's "
         "time of the chosen setting; median_s and ci95 are the median and interval of those per-round "
         "totals")
-    variants[wl.ORACLE]["choice"] = cmp.oracle_choice()
+    variants[ORACLE]["choice"] = cmp.oracle_choice()
     return variants
 
 
-#: The variants compared with the others (``new_vs_base``), in this order.
-_COMPARED = ("adaptive", "adaptive-sampling", "adaptive-ready", "adaptive-arrivals", "adaptive-dwell", "hybrid",
-             "per-task")
+def _speedups(cmp: Comparison, compared: Sequence[str] = COMPARED) -> dict[str, Any]:
+    """Every pair's paired ratio, once per pair: ``new_vs_base``, ``new`` the first of the pair in ``compared``.
 
-
-def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
+    Variants that ran and are neither static nor in ``compared`` come after those of ``compared``, in the
+    order they ran; the static settings and the oracle are bases only.
+    """
+    static = {v for v in cmp.variants if cmp.specs[v].compress in (True, False)}
+    news = [v for v in compared if v in cmp.variants]
+    news += [v for v in cmp.variants if v not in news and v not in static]
     out = {}
-    for new_name in (v for v in _COMPARED if v in cmp.variants):
+    for new_name in news:
         new = cmp.totals(new_name)
-        for base_name in (*cmp.variants, wl.ORACLE):
+        for base_name in (*cmp.variants, ORACLE):
             base = cmp.totals(base_name)
             if base_name == new_name or not base or not new or len(base) != len(new):
                 continue
@@ -172,14 +175,14 @@ def _speedups(cmp: wl.Comparison) -> dict[str, Any]:
     return out
 
 
-def _targets(cmp: wl.Comparison, variants: dict[str, Any], speedups: dict[str, Any]) -> dict[str, Any]:
+def _targets(cmp: Comparison, variants: dict[str, Any], speedups: dict[str, Any]) -> dict[str, Any]:
     best_name = min(("static-on", "static-off"), key=lambda v: variants[v]["median_s"])
     vs_best = speedups.get(f"adaptive_vs_{best_name}", {})
-    vs_oracle = speedups.get(f"adaptive_vs_{wl.ORACLE}", {})
+    vs_oracle = speedups.get(f"adaptive_vs_{ORACLE}", {})
     speedup = vs_best.get("paired_ratio", math.nan)
     slowdown = 1.0 / vs_oracle["paired_ratio"] if vs_oracle.get("paired_ratio") else math.nan
     per_phase = cmp.transitions_per_phase()
-    oracle_phase = cmp.phase_medians(wl.ORACLE)
+    oracle_phase = cmp.phase_medians(ORACLE)
     losses = {}
     for v in ("static-on", "static-off"):
         mine = cmp.phase_medians(v)
@@ -213,12 +216,12 @@ def _per_task_target(speedups: dict[str, Any]) -> dict[str, Any]:
         "met": vs["paired_ratio"] >= TARGETS["adaptive_vs_per_task"]}}
 
 
-def _median_run(cmp: wl.Comparison, variant: str = "adaptive") -> wl.VariantRun | None:
+def _median_run(cmp: Comparison, variant: str = "adaptive") -> VariantRun | None:
     runs = sorted((r for r in cmp.runs if r.variant == variant), key=lambda r: r.seconds)
     return runs[(len(runs) - 1) // 2] if runs else None
 
 
-def _decisions(cmp: wl.Comparison, variant: str) -> dict[str, Any] | None:
+def _decisions(cmp: Comparison, variant: str) -> dict[str, Any] | None:
     """The decisions of ``variant``'s median run: ``[phase index, seconds since the phase's start, compress, why]``."""
     run = _median_run(cmp, variant)
     if run is None:
@@ -243,7 +246,7 @@ def _json_float(x: Any) -> Any:
     return x
 
 
-def _transitions_of(cmp: wl.Comparison, variant: str) -> list[dict[str, Any]]:
+def _transitions_of(cmp: Comparison, variant: str) -> list[dict[str, Any]]:
     """Every measured run's transitions of one installed variant, with their time since the phase's start."""
     transitions = []
     for run in cmp.runs:
@@ -259,17 +262,22 @@ def _transitions_of(cmp: wl.Comparison, variant: str) -> list[dict[str, Any]]:
     return transitions
 
 
-def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, Any], size: str) -> dict[str, Any]:
-    """The JSON report of a comparison (see the module docstring of :mod:`asafe.app.demo`)."""
+def build_report(cmp: Comparison, *, env: dict[str, Any], timing: dict[str, Any], size: str,
+                 compared: Sequence[str] = COMPARED) -> dict[str, Any]:
+    """The JSON report of a comparison (see the module docstring of :mod:`asafe.app.demo`).
+
+    ``compared``: the variants compared with the others, in this order (:data:`~asafe.app.variants.COMPARED`).
+    """
     variants = _summaries(cmp)
-    speedups = _speedups(cmp)
+    speedups = _speedups(cmp, compared)
     choice = cmp.oracle_choice()
     phases = []
-    shares = {v: cmp.compressed_share(v) for v in cmp.variants if v in wl.RULES}
+    rules = [v for v in cmp.variants if cmp.specs[v].rule]
+    shares = {v: cmp.compressed_share(v) for v in rules}
     for i, phase in enumerate(cmp.phases):
         entry = {"name": phase.name, "description": phase.description, "spec": phase.as_dict(),
                  "oracle_choice": choice[i], "variants": {}}
-        for v in (*cmp.variants, wl.ORACLE):
+        for v in (*cmp.variants, ORACLE):
             samples = [s[i] for s in cmp.samples(v)]
             if samples:
                 s = describe(samples)
@@ -281,7 +289,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
     transitions = _transitions_of(cmp, "adaptive")
     per_rep_transitions = [len(run.transitions) for run in cmp.runs if run.variant == "adaptive"]
     shown = _median_run(cmp)
-    warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*cmp.variants, wl.ORACLE)
+    warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*cmp.variants, ORACLE)
                 if variants[v].get("unstable")]
     warnings += [f"wrong result: {e}" for e in cmp.errors()]
     report = {
@@ -293,7 +301,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
             "repetitions": len(cmp.totals(cmp.variants[0])),
             "order": "interleaved, balanced orders (asafe.app.stats.balanced_orders: every variant at every "
                      "position and right after every other equally often; a Williams design)",
-            "check": f"every phase of every run against scipy (rtol={wl.RTOL}, atol={wl.ATOL})",
+            "check": f"every phase of every run against scipy (rtol={RTOL}, atol={ATOL})",
             "variants": list(cmp.variants),
             "static_variants": "no asafe installed; the setting is passed to every producer",
             "per_task_rule": "asafe.app.pertask.PerTask: per panel, compress when the expected seconds with "
@@ -313,7 +321,7 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
         "targets": _targets(cmp, variants, speedups),
         "transitions": transitions,
         "transitions_per_run": per_rep_transitions,
-        "transitions_by_variant": {v: _transitions_of(cmp, v) for v in cmp.variants if v in wl.INSTALLED},
+        "transitions_by_variant": {v: _transitions_of(cmp, v) for v in cmp.variants if cmp.specs[v].installed},
         "figure_run": None if shown is None else {
             "repetition": shown.repetition,
             "start": shown.start,
@@ -322,15 +330,20 @@ def build_report(cmp: wl.Comparison, *, env: dict[str, Any], timing: dict[str, A
             "timeline": [[t - shown.start, r] for t, r in shown.timeline],
             "states": [[t - shown.start, s] for t, s in shown.states],
         },
-        "rule_decisions": {v: _decisions(cmp, v) for v in cmp.variants if v in wl.RULES},
+        "rule_decisions": {v: _decisions(cmp, v) for v in rules},
         "warnings": warnings,
     }
     return _json_float(report)
 
 
 # --------------------------------------------------------------------------- figure
-def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Draw the PNG: ratio over time (alpha/beta lines, on/off shading, phases), per-phase times."""
+def plot_report(report: dict[str, Any], path: str | os.PathLike,
+                known: Mapping[str, Variant] = KNOWN_VARIANTS) -> Path:
+    """Draw the PNG: ratio over time (alpha/beta lines, on/off shading, phases), per-phase times.
+
+    The variants are drawn in the order of ``known`` and in their colors (the others after them);
+    needs matplotlib (``pip install "asafe[demo]"``).
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -398,10 +411,9 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
                       "(green: compressed), by time since their phase's start")
         ax.set_title(title, fontsize=8)
     names = [p["name"] for p in report["phases"]]
-    variants = [v for v in (*wl.ALL_VARIANTS, wl.ORACLE) if v in report["variants"]]
-    colors = {"adaptive": "tab:blue", "adaptive-ready": "tab:olive", "adaptive-arrivals": "tab:pink",
-              "adaptive-dwell": "tab:orange", "per-task": "tab:purple", "hybrid": "tab:cyan",
-              "adaptive-sampling": "tab:brown", "static-on": "tab:green", "static-off": "tab:red", "oracle": "0.5"}
+    variants = [v for v in (*known, ORACLE) if v in report["variants"]]
+    variants += [v for v in report["variants"] if v not in variants]
+    colors = {ORACLE: "0.5", **{name: spec.color for name, spec in known.items()}}
     width = 0.8 / len(variants)
     for k, v in enumerate(variants):
         meds, lo, hi = [], [], []
@@ -412,7 +424,7 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
             lo.append(m - (d["ci95"][0] if d else m))
             hi.append((d["ci95"][1] if d else m) - m)
         xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(names))]
-        bx.bar(xs, meds, width, yerr=[lo, hi], capsize=2, color=colors[v], label=v)
+        bx.bar(xs, meds, width, yerr=[lo, hi], capsize=2, color=colors.get(v), label=v)
     bx.set_xticks(range(len(names)), names, fontsize=8)
     bx.set_ylabel("seconds (median, 95% CI)")
     bx.legend(fontsize=7, ncol=len(variants))
@@ -426,143 +438,6 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike) -> Path:
     return path
 
 
-# --------------------------------------------------------------------------- console
-class _Display:
-    """Progress bars per phase (rich) and transitions as they happen."""
-
-    def __init__(self, console: Any, phases: Sequence[wl.Phase], live: bool) -> None:
-        self.console = console
-        self.phases = list(phases)
-        self.live = live
-        self.progress = None
-        self.bars: list[Any] = []
-        self.seen = 0
-        self.label = ""
-
-    def __enter__(self) -> "_Display":
-        if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), console=self.console, transient=True)
-            self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(*exc)
-
-    def start_run(self, variant: str, rep: int, warmup: bool) -> None:
-        self.seen = 0
-        self.label = f"{variant} {'warm-up' if warmup else f'round {rep + 1}'}"
-        if self.progress is not None:
-            for bar in self.bars:
-                self.progress.remove_task(bar)
-            self.bars = [self.progress.add_task(f"{self.label:>20} {p.name:<15}", total=p.steps)
-                         for p in self.phases]
-
-    def step(self, i: int, step: int, steps: int, handle: Any) -> None:
-        state = ""
-        if handle is not None:
-            info = handle.info("states", "mode", "history")
-            from ..core.mode import ModeVector
-
-            shares, signals = info["mode"]
-            mode = ModeVector(shares, **signals)
-            on = info["states"].get("compression", False)
-            state = f" compression {'on ' if on else 'off'} ratio {mode.ratio:.3g}"
-            history = info["history"]
-            for t, name, old, new, tshares, _ in history[self.seen:]:
-                ratio = ModeVector(tshares).ratio
-                self.console.print(f"  [bold]{self.label}[/] {self.phases[i].name}: {name} "
-                                   f"{'on' if old else 'off'} -> {'on' if new else 'off'} (ratio {ratio:.3g})")
-            self.seen = len(history)
-            if self.progress is None and step == steps:
-                self.console.print(f"  {self.label} {self.phases[i].name}: mode {mode!r}")
-        if self.progress is not None:
-            self.progress.update(self.bars[i], completed=step,
-                                 description=f"{self.label:>20} {self.phases[i].name:<15}{state}")
-
-    def done(self, run: wl.VariantRun) -> None:
-        times = " ".join(f"{p.seconds:6.2f}" for p in run.phases)
-        ok = "correct" if run.correct else "[red]WRONG[/]"
-        self.console.print(f"  {self.label:>20}: {times}  total {run.seconds:6.2f} s  {ok}"
-                           + (f"  ({len(run.transitions)} transitions)" if run.variant in wl.INSTALLED else "")
-                           + (f"  ({sum(d['compress'] for d in run.decisions)} of {len(run.decisions)} panels "
-                              "compressed)" if run.decisions else ""))
-
-
-def _print_summary(console: Any, report: dict[str, Any]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    v = report["variants"]
-    sp = report["speedups"]
-    names = [n for n in (*wl.ALL_VARIANTS, wl.ORACLE) if n in v]
-    table = Table(title="Total time of the phases (median of the measured rounds)")
-    for col in ("variant", "median", "95% CI", "vs static-on", "vs static-off", "correct"):
-        table.add_column(col, justify="right" if col != "variant" else "left")
-    for name in names:
-        d = v[name]
-        cells = []
-        for base in ("static-on", "static-off"):
-            if name == base:
-                cells.append("(base)")
-                continue
-            if f"{name}_vs_{base}" in sp:
-                s = sp[f"{name}_vs_{base}"]
-                cells.append(f"{s['paired_ratio']:.2f}x [{s['paired_ci95'][0]:.2f}, {s['paired_ci95'][1]:.2f}]"
-                             f" of {v[base]['median_s']:.2f} s")
-            else:
-                cells.append(f"{v[base]['median_s'] / d['median_s']:.2f}x of {v[base]['median_s']:.2f} s")
-        table.add_row(name, f"{d['median_s']:.3f} s", f"[{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]",
-                      *cells, "yes" if d["correct"] else "[red]NO[/]")
-    console.print(table)
-    ran = [n for n in names if n != wl.ORACLE]
-    ptable = Table(title="Per phase (median seconds; oracle = the better static setting; "
-                         "per-task rules: share of panels compressed)")
-    for col in ("phase", *ran, "oracle picks", "max transitions"):
-        ptable.add_column(col, justify="right" if col != "phase" else "left")
-    for p in report["phases"]:
-        pv = p["variants"]
-        cells = []
-        for x in ran:
-            share = p.get("compressed_share", {}).get(x)
-            cells.append(f"{pv[x]['median_s']:.3f}" + (f" ({share:.0%})" if share is not None else ""))
-        ptable.add_row(p["name"], *cells, p["oracle_choice"], str(p["max_transitions"]))
-    console.print(ptable)
-    tg = report["targets"]
-    a = tg["adaptive_vs_best_static"]
-    b = tg["adaptive_vs_oracle"]
-    c = tg["transitions_per_phase"]
-    d = tg["static_losses"]
-
-    def mark(ok: bool) -> str:
-        return "[green]met[/]" if ok else "[red]not met[/]"
-
-    def interval(x: dict) -> str:
-        return f" [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}]" if x.get("ci95") else ""
-
-    if "adaptive" in report["variants"]:
-        console.print(f"targets: (paired ratios, 95% CI) adaptive {a['speedup']:.3f}x{interval(a)} the better "
-                      f"static ({a['best_static']}), target >= {a['target']} -- {mark(a['met'])}")
-        console.print(f"         adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
-                      f"{mark(b['met'])}")
-        console.print(f"         transitions per phase (most in one run) {c['max_per_phase']}, target <= "
-                      f"{c['target']} -- {mark(c['met'])}")
-    else:
-        console.print("targets: the adaptive variant's, and it did not run (the speedups above compare the others)")
-    for name, x in d["variants"].items():
-        console.print(f"         {name} loses {x['loss']:+.0%} in {x['worst_phase']} (target >= "
-                      f"{d['target']:.0%}) -- {mark(x['met'])}")
-    e = tg.get("adaptive_vs_per_task")
-    if e:
-        console.print(f"         adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
-                      f"{e['target']} -- {mark(e['met'])}")
-    for w in report["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
-
-
 # --------------------------------------------------------------------------- entry point
 def run_demo(
     *,
@@ -571,12 +446,14 @@ def run_demo(
     threads_per_worker: int = 1,
     scheduler_address: str | None = None,
     repetitions: int | None = None,
-    thresholds: wl.Thresholds | None = None,
+    thresholds: Thresholds | None = None,
     plot: str | os.PathLike | None = "asafe-demo.png",
     json_path: str | os.PathLike | None = "asafe-demo.json",
     console: Any = None,
-    phases: Sequence[wl.Phase] | None = None,
-    variants: Sequence[str] | str = wl.VARIANTS,
+    phases: Sequence[Phase] | None = None,
+    variants: Sequence[str] | str = VARIANTS,
+    known: Mapping[str, Variant] = KNOWN_VARIANTS,
+    compared: Sequence[str] = COMPARED,
 ) -> dict[str, Any]:
     """Run the demo and return its report (also written to ``json_path``, drawn to ``plot``).
 
@@ -590,24 +467,29 @@ def run_demo(
         Run on this existing cluster instead (its workers need asafe installed).
     repetitions : int, optional
         Measured rounds (default :func:`default_repetitions`).
-    thresholds : asafe.app.workload.Thresholds, optional
-        alpha, beta, window, dwell (default :data:`asafe.app.workload.DEFAULT_THRESHOLDS`).
+    thresholds : asafe.app.variants.Thresholds, optional
+        alpha, beta, window, dwell (default :data:`asafe.app.variants.DEFAULT_THRESHOLDS`).
     plot, json_path : path or None
-        Where the PNG and the JSON go (``None``: not written).
-    console : rich.console.Console, optional
+        Where the PNG and the JSON go (``None``: not written). Without matplotlib
+        the figure is not drawn, and one line says so.
+    console : rich.console.Console or asafe.app.console.PlainConsole, optional
+        Default :func:`asafe.app.console.make_console` (plain text without rich).
     phases : sequence of Phase, optional
         Instead of the named size.
     variants : sequence of str or str, optional
-        The variants to run (default :data:`asafe.app.workload.VARIANTS`; ``hybrid``
-        too with :data:`~asafe.app.workload.ALL_VARIANTS`); ``static-on`` and
-        ``static-off`` are always needed (the oracle is made of them).
+        The variants to run, names of ``known`` (default
+        :data:`asafe.app.variants.VARIANTS`); ``static-on`` and ``static-off`` are
+        always needed (the oracle is made of them).
+    known : mapping of str to Variant, optional
+        The variants that may be asked for (default the package's,
+        :data:`asafe.app.variants.KNOWN_VARIANTS`), in the order the tables and
+        the figure show them.
+    compared : sequence of str, optional
+        The variants compared with the others, in this order (``new_vs_base``;
+        default :data:`asafe.app.variants.COMPARED`).
     """
-    from rich.console import Console
-
     if console is None:
-        console = Console()
-        if not console.is_terminal:  # a log file: wide enough for the tables
-            console = Console(width=130)
+        console = make_console()
     if workers < 2 and scheduler_address is None:
         raise DemoError(f"the workload ships panels between workers: --workers must be >= 2, got {workers}")
     if threads_per_worker < 1:
@@ -616,8 +498,8 @@ def run_demo(
         repetitions = default_repetitions(size)
     if repetitions < 1:
         raise DemoError(f"--repetitions must be >= 1, got {repetitions}")
-    phases = list(phases) if phases is not None else list(wl.phases_for(size))
-    thresholds = thresholds or wl.DEFAULT_THRESHOLDS
+    phases = list(phases) if phases is not None else list(phases_for(size))
+    thresholds = thresholds or DEFAULT_THRESHOLDS
     for target in (plot, json_path):
         if target is not None:
             parent = Path(target).resolve().parent
@@ -625,7 +507,7 @@ def run_demo(
                 raise DemoError(f"cannot write {target}: the folder {parent} does not exist")
 
     try:
-        variants = wl.check_variants(variants)
+        variants = check_variants(variants, known)
     except ValueError as exc:
         raise DemoError(f"--variants: {exc}") from None
     console.print(f"[bold]asafe demo[/]: {len(phases)} phases x {len(variants)} variants ({', '.join(variants)}), "
@@ -648,7 +530,7 @@ def run_demo(
             raise DemoError(f"the workload ships panels between workers: the cluster has {len(names)} worker(s)")
         console.print(f"  cluster: {where}, started in {startup:.1f} s", markup=False)
         t0 = time.perf_counter()
-        expected = [wl.reference(p) for p in phases]
+        expected = [reference(p) for p in phases]
         timing["reference_s"] = time.perf_counter() - t0
         console.print(f"  scipy references computed in {timing['reference_s']:.1f} s; warm-up runs next "
                       "(numba compilation and matrix generation on the workers, not samples)")
@@ -656,17 +538,21 @@ def run_demo(
         env = environment(cluster=where, scheduler="distributed", workers=len(names),
                           threads_per_worker=sorted(set(threads.values())),
                           worker_addresses=names)
-        display = _Display(console, phases, live=console.is_terminal)
+        display = Display(console, phases, live=console.is_terminal,
+                          installed=[v for v in variants if known[v].installed])
         with display:
-            cmp = wl.compare(client, phases, repetitions=repetitions, thresholds=thresholds, workers=names,
-                             expected=expected, on_run=display.start_run, on_step=display.step,
-                             on_done=display.done, variants=variants)
-    report = build_report(cmp, env=env, timing=timing, size=size)
-    _print_summary(console, report)
+            cmp = compare(client, phases, repetitions=repetitions, thresholds=thresholds, workers=names,
+                          expected=expected, on_run=display.start_run, on_step=display.step,
+                          on_done=display.done, variants=variants, known=known)
+    report = build_report(cmp, env=env, timing=timing, size=size, compared=compared)
+    print_summary(console, report, order=list(known))
     if json_path is not None:
         Path(json_path).write_text(json.dumps(report, indent=1))
         console.print(f"wrote {json_path}", markup=False)
     if plot is not None:
-        plot_report(report, plot)
-        console.print(f"wrote {plot}", markup=False)
+        if importlib.util.find_spec("matplotlib") is None:
+            console.print(f'{plot} not drawn: the figure needs matplotlib (pip install "asafe[demo]")', markup=False)
+        else:
+            plot_report(report, plot, known)
+            console.print(f"wrote {plot}", markup=False)
     return report

@@ -1,4 +1,4 @@
-"""The default of ``asafe.controller.arrivals-skip-dwell``, from the calibration2 runs (``eval-arrivals2.sh``).
+"""The default of ``asafe.controller.arrivals-skip-dwell``, from the calibration2 runs (the ``arrivals2`` plan).
 
 The rule, fixed before those runs: the default is on when, on the calibration2
 phases, (1) the rule fired -- in some ``adaptive-arrivals`` run two toggles
@@ -7,8 +7,11 @@ over the rounds of both links together of ``adaptive-dwell_i /
 adaptive-arrivals_i`` (paired, round by round: above 1 when the rule is faster)
 is at least 1.0. Otherwise it stays off.
 
-Usage: ``python docs/results/arrivals-eval2/decide.py DIR`` with ``DIR`` holding
-``calibration2-loopback/`` and ``calibration2-1gbit/`` (each ``phased/results.json``).
+Usage: ``python -m benchmarks.analysis.decide_arrivals DIR`` with ``DIR`` holding
+``calibration2-loopback/`` and ``calibration2-1gbit/`` (each ``phased/results.json``, or ``results.json``):
+the ``--out`` of ``python -m benchmarks evals arrivals2``, which runs it as its
+last step, or the committed ``docs/results/arrivals-eval2``. It was
+``docs/results/arrivals-eval2/decide.py``, run by ``eval-arrivals2.sh``.
 """
 from __future__ import annotations
 
@@ -21,7 +24,10 @@ LINKS = ("loopback", "1gbit")
 
 
 def load(folder: Path) -> dict:
-    return json.loads((folder / "phased" / "results.json").read_text())["records"]["phases"]
+    """The ``phases`` record of one run: ``phased/results.json`` as the suite writes it, or ``results.json``
+    where it was copied out of ``phased/`` (the committed runs)."""
+    path = folder / "phased" / "results.json"
+    return json.loads((path if path.is_file() else folder / "results.json").read_text())["records"]["phases"]
 
 
 def fired(record: dict) -> list[float]:
@@ -37,7 +43,8 @@ def fired(record: dict) -> list[float]:
     return gaps
 
 
-def main(root: str) -> bool:
+def decide(root: str | Path) -> bool:
+    """Apply the rule to the runs under ``root``; print the evidence and the decision; return it."""
     ratios, gaps = [], []
     for link in LINKS:
         record = load(Path(root) / f"calibration2-{link}")
@@ -57,5 +64,15 @@ def main(root: str) -> bool:
     return on
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.analysis.decide_arrivals DIR``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m benchmarks.analysis.decide_arrivals DIR", file=sys.stderr)
+        return 2
+    decide(args[0])
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.exit(main())

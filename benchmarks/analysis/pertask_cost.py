@@ -3,12 +3,17 @@
 Run from a checkout with ``pip install -e .`` done::
 
     git show 74db8be~1:asafe/app/pertask.py > /tmp/pertask_before.py
-    python docs/results/pertask-cost/estimate_cost.py /tmp/pertask_before.py
+    python -m benchmarks.analysis.pertask_cost /tmp/pertask_before.py
+
+(It was ``docs/results/pertask-cost/estimate_cost.py``; its output is
+``docs/results/pertask-cost/estimate_cost.log``.)
 
 Each round times both versions (the order alternating), each the best of 50
 calls; the median over 7 rounds is printed. The panels are the first of the
 demo's ``local-denseish`` phase and of ``loaded2``'s first phase.
 """
+from __future__ import annotations
+
 import importlib.util
 import statistics
 import sys
@@ -16,6 +21,7 @@ import time
 
 from asafe.app import pertask as now
 from asafe.app import workload as wl
+from benchmarks.phase_sets import phases_for
 
 ROUNDS, CALLS = 7, 50
 
@@ -38,9 +44,10 @@ def best_seconds(estimate, panel, tile, threshold):
     return best
 
 
-def main(before_path):
+def compare(before_path):
+    """Time ``estimate`` of the module at ``before_path`` and of today's, interleaved; print the medians."""
     versions = {"before": load_before(before_path), "now": now}
-    for phase in (wl.PHASES[1], wl.phases_for("loaded2")[0]):
+    for phase in (wl.PHASES[1], phases_for("loaded2")[0]):
         source = phase.source()
         panel = source.slab(*wl.panel_bounds(phase.grid, phase.panels)[0]).copy()
         seconds = {name: [] for name in versions}
@@ -53,5 +60,16 @@ def main(before_path):
               f"(median of {ROUNDS} rounds, best of {CALLS} calls each)")
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.analysis.pertask_cost BEFORE.py``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m benchmarks.analysis.pertask_cost BEFORE.py "
+              "(git show 74db8be~1:asafe/app/pertask.py > BEFORE.py)", file=sys.stderr)
+        return 2
+    compare(args[0])
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.exit(main())

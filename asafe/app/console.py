@@ -1,0 +1,264 @@
+"""What ``asafe demo`` prints: progress, transitions as they happen, the tables and the targets.
+
+With `rich <https://rich.readthedocs.io>`_ installed (``pip install "asafe[demo]"``)
+the demo draws a progress bar per phase on a terminal and prints its tables as
+rich tables; without it, :class:`PlainConsole` prints the same lines and tables
+as plain text (no colors, no progress bars), so that a worker's environment
+without the demo's extras can still run it. :func:`make_console` picks one.
+:func:`format_table` is the plain-text table of the demo and of the benchmark
+suites.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TextIO
+
+from .variants import ORACLE, VariantRun
+from .workload import Phase
+
+__all__ = ["PlainConsole", "make_console", "format_table", "Display", "print_summary"]
+
+# rich's markup: [bold], [red], [/], [bold red] ... (a tag starts with a letter, '#', '/' or '@'; a
+# backslash before it prints it as it is); an interval such as [0.976, 1.252] is not a tag
+_TAG = re.compile(r"(?<!\\)\[[a-z#/@][^\[\]]*\]")
+
+
+class PlainConsole:
+    """A console that prints plain text: rich's markup is removed, nothing is drawn live.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> PlainConsole(out).print("[bold]asafe demo[/]: 4 phases [0.976, 1.252]")
+    >>> out.getvalue()
+    'asafe demo: 4 phases [0.976, 1.252]\\n'
+    """
+
+    is_terminal = False
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.file = file
+
+    def print(self, *objects: Any, markup: bool = True) -> None:
+        text = " ".join(str(o) for o in objects)
+        if markup:
+            text = _TAG.sub("", text).replace("\\[", "[")
+        print(text, file=self.file or sys.stdout, flush=True)
+
+
+def make_console() -> Any:
+    """A rich console (wide enough for the tables where the output is not a terminal), else a :class:`PlainConsole`."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return PlainConsole()
+    console = Console()
+    return console if console.is_terminal else Console(width=130)  # a log file: wide enough for the tables
+
+
+def escape(console: Any, text: str) -> str:
+    """``text`` printed as it is on ``console`` (rich's markup escaped)."""
+    if isinstance(console, PlainConsole):
+        return re.sub(r"\[(?=[a-z#/@])", r"\\[", text)
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def format_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str]) -> str:
+    """A plain-text table: one header line, a rule, one line per row.
+
+    Rows are mappings (read by column name; missing cells are blank) or sequences
+    in column order. Numbers are right-aligned (floats with 4 significant digits),
+    text left-aligned.
+
+    Examples
+    --------
+    >>> print(format_table([{"variant": "a", "n": 7}, {"variant": "bb", "n": 12}], ["variant", "n"]))
+    variant   n
+    -------  --
+    a         7
+    bb       12
+    """
+    columns = [str(c) for c in columns]
+    cells: list[list[str]] = []
+    numeric = [True] * len(columns)
+    for row in rows:
+        values = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else list(row)
+        if len(values) != len(columns):
+            raise ValueError(f"row {row!r} has {len(values)} cells for {len(columns)} columns")
+        line = []
+        for i, value in enumerate(values):
+            if isinstance(value, (bool, str)) or value is None:
+                text = "" if value is None else str(value)
+                numeric[i] = numeric[i] and (text == "" or _looks_numeric(text))
+                line.append(text)
+            elif isinstance(value, float):
+                line.append(f"{value:.4g}")
+            else:
+                line.append(str(value))
+        cells.append(line)
+    widths = [max([len(c)] + [len(line[i]) for line in cells]) for i, c in enumerate(columns)]
+
+    def render(line: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(line, widths, numeric)).rstrip()
+
+    return "\n".join([render(columns), render(["-" * w for w in widths])] + [render(line) for line in cells])
+
+
+def _looks_numeric(text: str) -> bool:
+    # "1.23 ms", "+4.5%", "[1 ms, 2 ms]", "-" (a blank number) align right
+    return not isinstance(text, bool) and (text[0].isdigit() or text[0] in "+-.[") and text not in ("True", "False")
+
+
+
+def _table(console: Any, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table with a title, the first column left-aligned: a rich table, or plain text on a :class:`PlainConsole`."""
+    if isinstance(console, PlainConsole):
+        console.print(title, markup=False)
+        console.print(format_table([[_TAG.sub("", c) for c in row] for row in rows], columns), markup=False)
+        return
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="left" if col == columns[0] else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+class Display:
+    """Progress bars per phase (rich) and transitions as they happen."""
+
+    def __init__(self, console: Any, phases: Sequence[Phase], live: bool, installed: Collection[str] = ()) -> None:
+        self.console = console
+        self.phases = list(phases)
+        self.live = live
+        self.installed = set(installed)  #: the variants whose runtime's transitions are counted
+        self.progress = None
+        self.bars: list[Any] = []
+        self.seen = 0
+        self.label = ""
+
+    def __enter__(self) -> "Display":
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=self.console, transient=True)
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    def start_run(self, variant: str, rep: int, warmup: bool) -> None:
+        self.seen = 0
+        self.label = f"{variant} {'warm-up' if warmup else f'round {rep + 1}'}"
+        if self.progress is not None:
+            for bar in self.bars:
+                self.progress.remove_task(bar)
+            self.bars = [self.progress.add_task(f"{self.label:>20} {p.name:<15}", total=p.steps)
+                         for p in self.phases]
+
+    def step(self, i: int, step: int, steps: int, handle: Any) -> None:
+        state = ""
+        if handle is not None:
+            info = handle.info("states", "mode", "history")
+            from ..core.mode import ModeVector
+
+            shares, signals = info["mode"]
+            mode = ModeVector(shares, **signals)
+            on = info["states"].get("compression", False)
+            state = f" compression {'on ' if on else 'off'} ratio {mode.ratio:.3g}"
+            history = info["history"]
+            for t, name, old, new, tshares, _ in history[self.seen:]:
+                ratio = ModeVector(tshares).ratio
+                self.console.print(f"  [bold]{self.label}[/] {self.phases[i].name}: {name} "
+                                   f"{'on' if old else 'off'} -> {'on' if new else 'off'} (ratio {ratio:.3g})")
+            self.seen = len(history)
+            if self.progress is None and step == steps:
+                self.console.print(f"  {self.label} {self.phases[i].name}: mode {mode!r}")
+        if self.progress is not None:
+            self.progress.update(self.bars[i], completed=step,
+                                 description=f"{self.label:>20} {self.phases[i].name:<15}{state}")
+
+    def done(self, run: VariantRun) -> None:
+        times = " ".join(f"{p.seconds:6.2f}" for p in run.phases)
+        ok = "correct" if run.correct else "[red]WRONG[/]"
+        self.console.print(f"  {self.label:>20}: {times}  total {run.seconds:6.2f} s  {ok}"
+                           + (f"  ({len(run.transitions)} transitions)" if run.variant in self.installed else "")
+                           + (f"  ({sum(d['compress'] for d in run.decisions)} of {len(run.decisions)} panels "
+                              "compressed)" if run.decisions else ""))
+
+
+def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = ()) -> None:
+    """The demo's tables (totals, per phase) and its targets, met or not; variants in ``order``, then the rest."""
+    v = report["variants"]
+    sp = report["speedups"]
+    names = [n for n in (*order, ORACLE) if n in v] + [n for n in v if n not in order and n != ORACLE]
+    rows = []
+    for name in names:
+        d = v[name]
+        cells = []
+        for base in ("static-on", "static-off"):
+            if name == base:
+                cells.append("(base)")
+                continue
+            if f"{name}_vs_{base}" in sp:
+                s = sp[f"{name}_vs_{base}"]
+                cells.append(f"{s['paired_ratio']:.2f}x [{s['paired_ci95'][0]:.2f}, {s['paired_ci95'][1]:.2f}]"
+                             f" of {v[base]['median_s']:.2f} s")
+            else:
+                cells.append(f"{v[base]['median_s'] / d['median_s']:.2f}x of {v[base]['median_s']:.2f} s")
+        rows.append([name, f"{d['median_s']:.3f} s", f"[{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]",
+                     *cells, "yes" if d["correct"] else "[red]NO[/]"])
+    _table(console, "Total time of the phases (median of the measured rounds)",
+           ["variant", "median", "95% CI", "vs static-on", "vs static-off", "correct"], rows)
+    ran = [n for n in names if n != ORACLE]
+    rows = []
+    for p in report["phases"]:
+        pv = p["variants"]
+        cells = []
+        for x in ran:
+            share = p.get("compressed_share", {}).get(x)
+            cells.append(f"{pv[x]['median_s']:.3f}" + (f" ({share:.0%})" if share is not None else ""))
+        rows.append([p["name"], *cells, p["oracle_choice"], str(p["max_transitions"])])
+    _table(console, "Per phase (median seconds; oracle = the better static setting; "
+                    "per-task rules: share of panels compressed)",
+           ["phase", *ran, "oracle picks", "max transitions"], rows)
+    tg = report["targets"]
+    a = tg["adaptive_vs_best_static"]
+    b = tg["adaptive_vs_oracle"]
+    c = tg["transitions_per_phase"]
+    d = tg["static_losses"]
+
+    def mark(ok: bool) -> str:
+        return "[green]met[/]" if ok else "[red]not met[/]"
+
+    def interval(x: dict) -> str:
+        return f" [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}]" if x.get("ci95") else ""
+
+    if "adaptive" in report["variants"]:
+        console.print(f"targets: (paired ratios, 95% CI) adaptive {a['speedup']:.3f}x{interval(a)} the better "
+                      f"static ({a['best_static']}), target >= {a['target']} -- {mark(a['met'])}")
+        console.print(f"         adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
+                      f"{mark(b['met'])}")
+        console.print(f"         transitions per phase (most in one run) {c['max_per_phase']}, target <= "
+                      f"{c['target']} -- {mark(c['met'])}")
+    else:
+        console.print("targets: the adaptive variant's, and it did not run (the speedups above compare the others)")
+    for name, x in d["variants"].items():
+        console.print(f"         {name} loses {x['loss']:+.0%} in {x['worst_phase']} (target >= "
+                      f"{d['target']:.0%}) -- {mark(x['met'])}")
+    e = tg.get("adaptive_vs_per_task")
+    if e:
+        console.print(f"         adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
+                      f"{e['target']} -- {mark(e['met'])}")
+    for w in report["warnings"]:
+        console.print(f"[yellow]warning:[/] {escape(console, w)}")
