@@ -13,7 +13,7 @@ the type survives graph optimization and fusion:
     non-zeros than the threshold), and otherwise emits it dense without reading
     it. The panel reports ``logical_nbytes`` (dense-equivalent) and ``nbytes``
     (what crosses the network), which the cluster plugins use to count transfers
-    in uncompressed-equivalent bytes (see :mod:`asafe.schedulers.plugins`).
+    in uncompressed-equivalent bytes (see :mod:`asafe.schedulers.sizes` and the Architecture page, "The cluster plugins").
 ``multiply_panel`` (compute)
     ``panel @ x`` with the numba kernels: a slice of ``y``.
 ``assemble`` (communication)

@@ -187,8 +187,8 @@ def test_importing_asafe_or_a_worker_plugin_loads_neither_matplotlib_nor_rich(tm
     import subprocess
     import sys
 
-    # asafe, every module of the rooms a worker loads (the plugins among them: asafe.schedulers.plugins
-    # today, whatever their modules are named), the command and the demo
+    # asafe, every module of the rooms a worker loads (the plugins among them: scheduler_plugin and
+    # worker_plugin today, whatever their modules are named), the command and the demo
     code = ("import importlib, pkgutil, sys, asafe, asafe.core, asafe.schedulers, asafe.app.cli, asafe.app.demo\n"
             "for package in (asafe.core, asafe.schedulers):\n"
             "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"

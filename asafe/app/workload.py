@@ -59,7 +59,7 @@ What the adaptive runtime sees
 Producers and multiplies are ``@asafe.typed("compute")``, the gather is
 ``@asafe.typed("communication")``, and the scheduler plugin counts every
 inter-worker transfer as communication in uncompressed-equivalent seconds
-(:mod:`asafe.schedulers.plugins`). A shipped phase therefore shows a low
+(:mod:`asafe.schedulers.scheduler_plugin`). A shipped phase therefore shows a low
 compute/communication ratio whether compression is on or off, and a local phase
 a high one (only the small ``x`` vectors move). A local panel read by many
 vectors is pure compute too, yet compression pays there: every producer declares

@@ -24,7 +24,8 @@ from . import validate
 from .mode import ModeVector
 from .states import check_state, same
 
-__all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf", "Fixed", "Bands", "Gated", "build_domain"]
+__all__ = ["EfficiencyDomain", "Hysteresis", "AtLeast", "AllOf", "AnyOf", "Fixed", "Bands", "Gated", "build_domain",
+           "possible_states"]
 
 
 class EfficiencyDomain:
@@ -359,6 +360,26 @@ class Gated(EfficiencyDomain):
 
     def __repr__(self) -> str:
         return f"Gated({self.gate!r}, {self.then!r}, off={self.off!r})"
+
+
+def possible_states(domain: Any) -> set | None:
+    """The states ``domain`` can ask for, where its kind says (``None`` for a domain of unknown kind).
+
+    >>> sorted(possible_states(Gated(Hysteresis(0.5, 2.0), Bands("bandwidth", [1e8], ["zstd", "lz4"]))), key=str)
+    [False, 'lz4', 'zstd']
+    >>> possible_states(AllOf([Hysteresis(0.5, 2.0)]))
+    {False, True}
+    """
+    if isinstance(domain, Fixed):
+        return {domain.state}
+    if isinstance(domain, Bands):
+        return set(domain.states)
+    if isinstance(domain, Gated):
+        then = possible_states(domain.then)
+        return None if then is None else then | {domain.off}
+    if isinstance(domain, (Hysteresis, AtLeast, AllOf, AnyOf)):
+        return {True, False}
+    return None
 
 
 def build_domain(part: Any, where: str) -> Any:

@@ -520,6 +520,6 @@ def load_optimizations(entries: list[dict] | None = None) -> list:
                              "allowed: name, domain, kwargs, initial")
         factory = _config.import_by_path(entry["domain"])
         domain = factory(**(entry.get("kwargs") or {}))
-        built.append(Optimization(entry["name"], domain, initial=validate.boolean(entry.get("initial", False),
-                                                                               f"asafe.optimizations[{i}].initial")))
+        built.append(Optimization(entry["name"], domain, initial=check_state(entry.get("initial", False),
+                                                                          f"asafe.optimizations[{i}].initial")))
     return built

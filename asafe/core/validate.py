@@ -53,7 +53,7 @@ def env_var(key: str) -> str:
 
 
 def _refuse(name: str, rule: str, value: Any, named: bool = False) -> InvalidSetting:
-    where = f" (environment variable {env_var(name)})" if name.startswith("asafe.") else ""
+    where = f" (environment variable {env_var(name)})" if name.startswith("asafe.") and "[" not in name else ""
     got = f"{name}={value!r}" if named else repr(value)
     return InvalidSetting(f"{name} must be {rule}, got {got}{where}")
 

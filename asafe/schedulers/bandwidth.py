@@ -14,12 +14,20 @@ durations), then the scheduler's own estimate (the configured
 heartbeats report theirs). The workers' figure counts logical bytes and the
 codec's time, which is why a measured figure comes first.
 
+The ``bandwidth`` signal reads the same, except that it reads ``nan`` (unknown,
+which switches nothing) while the only figure is the scheduler's configured
+default: before anything was measured, Dask's 100 MB/s would read as a slow
+link and switch wire compression on where the link may be 25 Gbit/s.
+:meth:`LinkEstimate.signal` is that view; the forecast prices planned
+transfers with the estimate itself.
+
 The link is measured without the wire codec's time: a compressed batch's time
 includes compressing and decompressing, so its wire bytes per second would
 read low and keep wire-compression on by its own effect.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -60,10 +68,13 @@ class LinkEstimate:
     weight = 0.25
 
     def __init__(self, min_bytes: int = 0, memory: Any = None,
-                 fallback: Callable[[], float | None] | None = None) -> None:
+                 fallback: Callable[[], float | None] | None = None, configured: float | None = None) -> None:
         self.min_bytes = int(min_bytes)
         self.memory = memory
         self.fallback = fallback
+        #: The scheduler's configured default (``distributed.scheduler.bandwidth``): a fallback equal to it
+        #: is no measurement.
+        self.configured = configured
         #: The moving average of this installation's measured transfers (None before the first).
         self.measured: float | None = None
 
@@ -91,6 +102,27 @@ class LinkEstimate:
             return remembered
         fallback = self.fallback() if self.fallback is not None else None
         return float(fallback or 0.0)
+
+    def signal(self) -> float:
+        """The estimate where something measured it, else ``nan`` (the ``bandwidth`` signal).
+
+        >>> link = LinkEstimate(fallback=lambda: 1e8, configured=1e8)
+        >>> link(), link.signal()
+        (100000000.0, nan)
+        >>> link.observe(wire_bytes=2e8, seconds=1.0)
+        >>> link.signal()
+        200000000.0
+        """
+        value = self()
+        if not self.measured and not getattr(self.memory, "bandwidth", None) and (
+                self.configured is not None and value == self.configured):
+            return math.nan
+        return value if value > 0 else math.nan
+
+    @property
+    def known(self) -> bool:
+        """Whether something measured the link (this installation, an earlier one, or the workers)."""
+        return not math.isnan(self.signal())
 
     def reset(self) -> None:
         """Forget this installation's measurements (the remembered figure stays)."""

@@ -91,6 +91,7 @@ def install(
     from . import wire
 
     wire.enable()  # refuses bad asafe.wire settings; this client decompresses what it gathers
+    _check_wire_states(runtime)
     _check_cluster(client, seconds)
     token = _TOKENS.get(runtime)
     installed = client.run_on_scheduler(_installed_token)
@@ -306,6 +307,18 @@ def _installed_token(dask_scheduler: Any = None) -> str | None:
 
     plugin = dask_scheduler.plugins.get(NAME)
     return getattr(plugin, "token", None) if isinstance(plugin, AdaptiveSchedulerPlugin) else None
+
+
+def _check_wire_states(runtime: AdaptiveRuntime) -> None:
+    """Refuse a wire-compression domain that can ask for a state the mechanism does not know."""
+    from ..core.domains import possible_states
+    from . import wire
+
+    opt = runtime.optimizations.get(wire.NAME)
+    if opt is None:
+        return
+    states = possible_states(opt.domain)
+    wire.check_states([opt.initial, *(states or ())])
 
 
 def _check_cluster(client: Any, timeout: float) -> None:

@@ -17,6 +17,7 @@ and no optimization changes state because of it.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 import weakref
@@ -30,6 +31,7 @@ from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from .bandwidth import LinkEstimate
 from .forecast import PrefixMemory, TransferForecast
+from .p2p import P2PTraffic
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, plugin_settings,
                        uncompressed_seconds)
@@ -41,6 +43,12 @@ __all__ = ["AdaptiveSchedulerPlugin", "Scheduled", "prefix_memory"]
 
 # Scheduler states in which a task is ready or running.
 _ACTIVE = frozenset({"queued", "no-worker", "processing"})
+#: Seconds between two reads of the P2P counter while a barrier is pending.
+_TICK_MS = 200
+#: The link probe: bytes fetched (twice), its timeout, and how many tries per installation.
+_PROBE_BYTES = 8 * 2**20
+_PROBE_TIMEOUT = 30.0
+_MAX_PROBES = 3
 #: Largest number of dependencies of a task counted in the next wave (see
 #: AdaptiveSchedulerPlugin._join_wave); a wider task counts when it is ready.
 _WAVE_FAN_IN = 32
@@ -152,8 +160,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
-        self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth)
+        self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth,
+                                 configured=_configured_bandwidth())
         self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=_logical_size)
+        self.p2p = P2PTraffic(self.tracker, self.link, self._worker_count, size=_logical_size,
+                              learned=lambda prefix: self.forecast.output_bytes.get(prefix, 0.0),
+                              metrics=lambda: getattr(self.scheduler, "cumulative_worker_metrics", None))
+        self._ticker: Any = None  # reads the P2P counter while a barrier is pending (no events then)
+        self._probing: Any = None  # the link probe in flight, if any
+        self.probes: list[dict] = []  # what the link probes measured (or why they failed)
         self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
         self._version = 0
         self._unsubscribe: Any = None
@@ -204,12 +219,16 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             }
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
-        self._detach_signals = [self.runtime.add_signal("bandwidth", self.link),
+        self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
                                 self.runtime.add_signal("reuse", self.reuse)]
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
         self._attached = True
+        from tornado.ioloop import PeriodicCallback
+
+        self._ticker = PeriodicCallback(self._tick, _TICK_MS)
+        self._ticker.start()
         logger.info("asafe: scheduler plugin installed (%s)", self.runtime)
         if self.register_worker_plugin:
             from distributed.protocol.pickle import dumps
@@ -235,6 +254,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         for detach_signal in self._detach_signals:
             detach_signal()
         self._detach_signals = []
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
         scheduler = self.scheduler
         if scheduler is not None:
             for op, handler in (("asafe_hello", self.hello), ("asafe_info", self.info),
@@ -245,6 +267,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._scheduled.clear()
         self.reuse.clear_scheduled()
         self.forecast.clear()
+        self.p2p.clear()
         self.tracker.clear_scheduled()
 
     def restart(self, scheduler: Any, **kwargs: Any) -> None:
@@ -253,6 +276,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._scheduled.clear()
             self.reuse.clear_scheduled()
             self.forecast.clear()
+            self.p2p.clear()
             self.tracker.clear_scheduled()
         except Exception:
             self._hook_failed("restart")
@@ -283,6 +307,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 return
             if self.expected_transfers:
                 self.forecast.submitted(new)
+                self.p2p.submitted(new)
             waiting = []
             for ts in new:
                 if all(dts.state == "memory" for dts in ts.dependencies):
@@ -293,6 +318,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 for ts in waiting:  # the dependents of tasks of earlier graphs still running
                     self._join_wave(ts)
             self.runtime.evaluate(arrival=True)
+            if not self.link.known and (self.forecast.planned > 0 or self.p2p.pending):
+                self._probe_soon()  # this graph moves data over a link nothing has measured yet
         except Exception:
             self._hook_failed("update_graph")
 
@@ -325,11 +352,61 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 self.forecast.released(key)  # its planned transfers will not happen
             else:
                 return
+            if self.p2p.active:
+                self._p2p_event(key, finish)
             self.runtime.maybe_evaluate()
         except Exception:
             self._hook_failed("transition")
             if not self._scheduled:
                 self._settle()
+
+    def _p2p_event(self, key: Any, finish: str) -> None:
+        self.p2p.poll()
+        if finish in ("memory", "released", "erred", "forgotten"):
+            self.p2p.finished(key)  # a barrier: what it planned and was not measured leaves
+
+    def _tick(self) -> None:
+        """Between events, while P2P is active: the bytes its workers reported since."""
+        if not self._attached or not self.p2p.active:
+            return
+        try:
+            if self.p2p.poll():
+                self.runtime.maybe_evaluate()
+        except Exception:
+            self._hook_failed("tick")
+
+    def _probe_soon(self) -> None:
+        if self._probing is not None or len(self.probes) >= _MAX_PROBES or len(self.scheduler.workers) < 2:
+            return
+        self._probing = asyncio.ensure_future(self._probe_link())
+
+    async def _probe_link(self) -> None:
+        """Measure the link once: one worker fetches ``_PROBE_BYTES`` of random bytes from another.
+
+        Random bytes, so that no compression shortens them; the faster of two
+        fetches, so that a connection's set-up is left out. Workers on
+        different hosts are preferred (the link between hosts is the one that
+        matters). The result updates the link estimate like a measured
+        transfer, and is remembered on this scheduler for later installations.
+        """
+        try:
+            workers = list(self.scheduler.workers.values())
+            first = workers[0]
+            second = next((ws for ws in workers[1:] if ws.host != first.host), workers[1])
+            seconds = await asyncio.wait_for(
+                self.scheduler.rpc(first.address).asafe_probe(peer=second.address, nbytes=_PROBE_BYTES),
+                timeout=_PROBE_TIMEOUT)
+            self.probes.append({"from": second.address, "to": first.address, "bytes": _PROBE_BYTES,
+                                "seconds": seconds})
+            if self._attached and seconds and seconds > 0:
+                self.link.observe(_PROBE_BYTES, float(seconds))
+                self.runtime.evaluate()
+        except Exception as exc:  # a worker without the handler, a timeout: the link stays unknown
+            self.probes.append({"error": f"{type(exc).__name__}: {exc}"})
+            count_fallback(self, "link-probe", f"the link probe failed ({type(exc).__name__}: {exc}); the "
+                           "link stays unknown until a transfer is measured")
+        finally:
+            self._probing = None
 
     def _settle(self) -> None:
         # Nothing is scheduled any more: neither may the tracker count anything.
@@ -433,6 +510,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if task_type == COMMUNICATION and self.transfer_correction and sizes:
             compute = uncompressed_seconds(compute, sizes[0], sizes[1], self.link())
         self.tracker.finish(task_type, prefix, compute, scheduled=scheduled)
+        if ts is not None and self.p2p.pending:
+            self.p2p.input_finished(ts)
         if ts is not None:
             nbytes = kwargs.get("nbytes")
             logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None)
@@ -625,6 +704,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "repairs": self.repairs,
                 "reuse": {"value": self.reuse.value, "scheduled": self.reuse.scheduled,
                           "ignored_annotations": self.ignored_annotations},
+                "p2p": {"planned_bytes": self.p2p.planned_bytes, "measured_bytes": self.p2p.measured_bytes,
+                        "pending": self.p2p.pending},
+                "probes": list(self.probes),
             }
         return out
 
@@ -666,6 +748,17 @@ def _logical_size(ts: "TaskState") -> float:
     metadata = ts.metadata
     sizes = metadata.get(METADATA_KEY) if metadata else None
     return float(sizes[0]) if sizes else float(max(ts.nbytes, 0))
+
+
+def _configured_bandwidth() -> float | None:
+    """``distributed.scheduler.bandwidth`` in bytes per second (the scheduler's estimate before any report)."""
+    import dask.config
+    from dask.utils import parse_bytes
+
+    try:
+        return float(parse_bytes(dask.config.get("distributed.scheduler.bandwidth")))
+    except Exception:
+        return None
 
 
 def _mode_data(mode: Any) -> list:

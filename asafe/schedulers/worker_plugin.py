@@ -96,6 +96,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self.worker = worker
         wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
         worker.stream_handlers[STATES_OP] = self.receive
+        worker.handlers["asafe_probe"] = self.probe
+        worker.handlers["asafe_probe_payload"] = _probe_payload
         if worker.status in WORKER_ANY_RUNNING:
             await self._hello()  # install() returns with the states in place
         else:  # a --preload runs before the worker has registered with its scheduler
@@ -109,6 +111,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 task.cancel()
         if worker.stream_handlers.get(STATES_OP) == self.receive:
             worker.stream_handlers[STATES_OP] = _ignore
+        if worker.handlers.get("asafe_probe") == self.probe:
+            del worker.handlers["asafe_probe"]
         if self._published:
             board.clear()
             self._published = False
@@ -179,6 +183,17 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self._published = True
         self.receipts.append((version, sent or 0.0, _now()))
         return True
+
+    async def probe(self, peer: str, nbytes: int) -> float:
+        """The link probe (the scheduler asks): fetch ``nbytes`` random bytes from ``peer`` twice; the faster, in seconds."""
+        best = float("inf")
+        for _ in range(2):
+            start = time.perf_counter()
+            payload = await self.worker.rpc(peer).asafe_probe_payload(nbytes=nbytes)
+            best = min(best, time.perf_counter() - start)
+            if len(payload) != nbytes:
+                raise ValueError(f"the probe received {len(payload)} of {nbytes} bytes")
+        return best
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         """Record output sizes (``executing -> memory``) and received bytes (``flight -> memory``).
@@ -290,6 +305,19 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
 
 def _now() -> float:
     return time.time()
+
+
+def _probe_payload(nbytes: int) -> bytes:
+    """The link probe's payload: random bytes, which no compression shortens (kept on the worker once made)."""
+    import os
+
+    global _PAYLOAD
+    if len(_PAYLOAD) != nbytes:
+        _PAYLOAD = os.urandom(int(nbytes))
+    return _PAYLOAD
+
+
+_PAYLOAD = b""
 
 
 def _ignore(**kwargs: Any) -> None:

@@ -175,9 +175,14 @@ def test_corrupt_payload_is_reported_and_recomputed(client, installed):
 
 
 def test_bad_configuration_is_refused_at_install(client):
-    with dask.config.set({"asafe.wire.codec": "snappy"}):
-        with pytest.raises(ValueError, match="allowed: lz4, zstd, blosclz, lz4hc"):
+    with dask.config.set({"asafe.wire.codec": "snappy"}):  # the codec is the state now, not a setting
+        with pytest.raises(ValueError, match=r"unknown keys \['codec'\].*the codec is the state .*: lz4, zstd"):
             asafe.install(client, runtime(NEVER, False))
+    with dask.config.set({"asafe.wire.filters": ["none", "shufle"]}):
+        with pytest.raises(ValueError, match=r"one of none, shuffle, bitshuffle \(did you mean 'shuffle'\?\)"):
+            asafe.install(client, runtime(NEVER, False))
+    with pytest.raises(ValueError, match=r"state 'snappy' is not one; allowed: .* lz4, zstd"):
+        asafe.install(client, runtime(asafe.Fixed("snappy"), False))
     with dask.config.set({"asafe.wire.min-ratio": 0.5}):
         with pytest.raises(ValueError, match="min-ratio"):
             asafe.install(client, runtime(NEVER, False))

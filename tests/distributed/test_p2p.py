@@ -1,0 +1,112 @@
+"""P2P traffic in the mode, and the link probe (issue 29).
+
+Dask's default rechunk on a cluster is P2P: its transfer tasks hand shards to
+the shuffle extension, which sends them between workers in the background. No
+task fetches a dependency, so before asafe read the extension's metrics the
+mode saw a P2P rechunk as pure compute.
+"""
+from __future__ import annotations
+
+import math
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from distributed import wait
+
+import asafe
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def comm_runtime():
+    """One optimization that switches on while communication dominates (ratio < 0.5)."""
+    return asafe.AdaptiveRuntime([asafe.Optimization("x", asafe.Hysteresis(0.5, 2.0))], signals=False,
+                                 dwell=0.0, dwell_tasks=0)
+
+
+def source(client):
+    """32 MiB in column chunks on the workers, computed (persisted and waited for)."""
+    x = client.persist(da.random.RandomState(1).random_sample((2048, 2048), chunks=(2048, 128)))
+    wait(x)
+    return x
+
+
+def p2p_rechunk(client, x=None):
+    x = source(client) if x is None else x
+    with dask.config.set({"array.rechunk.method": "p2p"}):
+        y = x.rechunk((128, 2048))
+        total = float(y.sum().compute())
+    assert math.isclose(total, float(x.sum().compute()), rel_tol=1e-9)
+
+
+def test_a_p2p_rechunk_shows_as_communication(client, installed):
+    x = source(client)  # made before: only the rechunk is in the mode
+    with installed(client, comm_runtime()) as handle:
+        p2p_rechunk(client, x)
+        plugin = handle.info("plugin")["plugin"]
+        history = handle.history
+        timeline = [round(mode.ratio, 2) for _, mode in handle.timeline]
+    traffic = plugin["p2p"]
+    # 32 MiB of input; about half of it crosses to the other worker
+    assert traffic["planned_bytes"] > 8e6, traffic
+    assert traffic["measured_bytes"] > 8e6, traffic
+    assert not traffic["pending"]
+    # the transfer tasks are compute; only the extension's traffic can make communication dominate
+    assert [t.new for t in history][:1] == [True], timeline
+    assert plugin["transfers"]["wire_bytes"] < traffic["measured_bytes"]  # not from ordinary transfers
+
+
+def test_p2p_traffic_is_not_counted_when_the_forecast_is_off(client, installed):
+    # the planned part belongs to the forecast's switch; the measured part stays
+    with installed(client, comm_runtime(), expected_transfers=False) as handle:
+        p2p_rechunk(client)
+        traffic = handle.info("plugin")["plugin"]["p2p"]
+    assert traffic["planned_bytes"] == 0 and not traffic["pending"]
+
+
+def link_signal(dask_scheduler):
+    return dask_scheduler.plugins["asafe"].link.signal()
+
+
+def test_the_link_is_probed_once_when_a_graph_moves_data_over_an_unknown_link(make_cluster_factory, installed):
+    from distributed import Client
+
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        x = source(client)
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            assert math.isnan(client.run_on_scheduler(link_signal))  # nothing measured yet: unknown, not slow
+            p2p_rechunk(client, x)
+            probes = handle.info("plugin")["plugin"]["probes"]
+            measured = client.run_on_scheduler(link_signal)
+        assert len(probes) == 1 and probes[0]["seconds"] > 0, probes
+        assert measured > 0
+        # a later installation on this scheduler starts from the link measured before: no second probe
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            assert client.run_on_scheduler(link_signal) == measured
+            p2p_rechunk(client, x)
+            assert not handle.info("plugin")["plugin"]["probes"]
+
+
+def test_p2p_shards_are_compressed_for_a_peer_that_decodes(client, installed):
+    from asafe.schedulers import wire
+
+    def smooth(block):
+        return np.round(np.sin(np.cumsum(block, axis=1) / 50.0) * 1024.0) / 1024.0
+
+    rt = asafe.AdaptiveRuntime([asafe.Optimization("wire-compression", asafe.Fixed("lz4"), initial="lz4")],
+                               signals=False)
+    with installed(client, rt):
+        client.run(wire.reset_stats)
+        x = client.persist(da.random.RandomState(2).random_sample((1024, 1024), chunks=(1024, 128)).map_blocks(smooth))
+        reference = x.compute()
+        with dask.config.set({"array.rechunk.method": "p2p"}):
+            result = x.rechunk((128, 1024)).compute()
+        counts = client.run(wire.stats)
+    assert np.array_equal(result, reference)
+    assert sum(c["compressed_frames"] for c in counts.values()) > 0
+    assert sum(c["compressed_frames"] for c in counts.values()) == sum(
+        c["decompressed_frames"] for c in counts.values()) + wire.stats()["decompressed_frames"]
