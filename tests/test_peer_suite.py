@@ -5,7 +5,8 @@
   under ``--asafe=local``, a ``gen_cluster`` test sees the scheduler plugin only under
   ``--asafe=cluster`` (the preload survives ``reset_config``, as in distributed's own
   suite, whose conftest imports ``distributed.utils_test`` before the plugin
-  configures), and a test that fails once is called flaky after a rerun;
+  configures) and the census counts its servers, and a test that fails once is
+  called flaky after a rerun;
 * the CI subset of Dask's own tests (``peer_run --suite ci``), marked ``peer`` so
   that ``-m "not peer"`` leaves it out: every outcome must be the same off and on.
 """
@@ -116,6 +117,10 @@ def test_small_suite_outcomes_off_and_on(tmp_path, monkeypatch):
     assert (flaky["off_runs"], flaky["on_runs"], flaky["verdict"]) == (["passed", "passed"], ["failed", "passed"], "flaky")
     assert report["summary"] == {"tests": 9, "same": 6, "differs": 2, "flaky": 1, "reported_off": 9}
     assert code == 1
+    # the census preload saw the gen_cluster test's scheduler and worker, both with asafe's plugin
+    servers = report["groups"][0]["servers"]
+    assert servers["scheduler"]["asafe"] >= 1 and servers["worker"]["asafe"] >= 1, servers
+    assert servers["scheduler"]["without"] == servers["worker"]["without"] == 0, servers
 
     page = (out / "peer-outcomes.md").read_text(encoding="utf-8")
     assert "| `test_small.py::test_sees_no_states` | failed, failed |" not in page  # off passed

@@ -41,7 +41,9 @@ command-line options)::
 
     A test that sets the preload keys itself (``gen_cluster(config=...)``,
     ``dask.config.set``) replaces the list for its duration, as it would for a
-    user.
+    user. Where outcomes are recorded, :mod:`asafe.testing.census` is preloaded
+    after ``asafe.preload``: it counts the schedulers and workers (in any
+    process) that have asafe's plugin, in the outcomes' last line.
 ``both``
     ``local`` and ``cluster`` together.
 ``off``
@@ -120,13 +122,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PeerPlugin(config, mode, path), "asafe-peer")
 
 
-def add_preload(config: dict) -> bool:
-    """Append :data:`PRELOAD` to the preload settings in a nested dask config dict.
+def add_preload(config: dict, names: tuple[str, ...] = (PRELOAD,)) -> bool:
+    """Append preload modules (default :data:`PRELOAD`) to the preload settings in a nested dask config dict.
 
     Parameters
     ----------
     config : dict
         ``dask.config.config`` or a copy of it (changed in place).
+    names : tuple of str
+        The modules, appended in this order where missing.
 
     Returns
     -------
@@ -157,8 +161,9 @@ def add_preload(config: dict) -> bool:
             current = [current]
         else:
             current = list(current)
-        if PRELOAD not in current:
-            node[leaf] = current + [PRELOAD]
+        missing = [name for name in names if name not in current]
+        if missing:
+            node[leaf] = current + missing
             added = True
     return added
 
@@ -231,6 +236,8 @@ class PeerPlugin:
         self._reports: dict[str, list] = {}
         self._file = None
         self._original_config_patched = False
+        self._census = outcomes + ".census" if outcomes and self.cluster else None
+        self._preloads = (PRELOAD, "asafe.testing.census") if self._census else (PRELOAD,)
         if self.cluster:
             self._start_cluster_mode()
         if outcomes:
@@ -241,6 +248,11 @@ class PeerPlugin:
     def _start_cluster_mode(self) -> None:
         import dask
 
+        if self._census:
+            from .census import ENV
+
+            open(self._census, "w").close()
+            os.environ[ENV] = self._census
         for key in PRELOAD_KEYS:
             name = _env_name(key)
             listed: list = []
@@ -249,9 +261,9 @@ class PeerPlugin:
                     listed = list(json.loads(os.environ[name]))
                 except (ValueError, TypeError):
                     listed = [os.environ[name]]
-            if PRELOAD not in listed:
-                os.environ[name] = json.dumps(listed + [PRELOAD])
-        add_preload(dask.config.config)
+            missing = [preload for preload in self._preloads if preload not in listed]
+            if missing:
+                os.environ[name] = json.dumps(listed + missing)
         self._patch_original_config()
 
     def _patch_original_config(self) -> None:
@@ -259,10 +271,10 @@ class PeerPlugin:
 
         import dask
 
-        add_preload(dask.config.config)
+        add_preload(dask.config.config, self._preloads)
         utils_test = sys.modules.get("distributed.utils_test")
         if utils_test is not None and isinstance(getattr(utils_test, "original_config", None), dict):
-            add_preload(utils_test.original_config)
+            add_preload(utils_test.original_config, self._preloads)
             self._original_config_patched = True
 
     # -- hooks -------------------------------------------------------------
@@ -308,7 +320,12 @@ class PeerPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._file is not None:
-            self._write({"end": time.time(), "original_config_patched": self._original_config_patched})
+            end = {"end": time.time(), "original_config_patched": self._original_config_patched}
+            if self._census:
+                from .census import count
+
+                end["servers"] = count(self._census)
+            self._write(end)
             self._file.close()
             self._file = None
 

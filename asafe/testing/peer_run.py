@@ -10,8 +10,9 @@ difference is kept only if no outcome was seen in both modes: a test that passed
 and failed in one mode and passed in the other is *flaky*, listed apart, and does
 not fail the check. The table goes to ``DIR/peer-outcomes.md`` and
 ``DIR/peer-outcomes.json`` (every test id, off against on, every difference with
-its error line, the wall time of each run); the runs' logs, junit XML and outcome
-lines to ``DIR/runs/``. The exit status is 1 when an outcome differs after the
+its error line, the wall time of each run and, in cluster mode, how many
+schedulers and workers ran asafe); the runs' logs, junit XML and outcome lines to
+``DIR/runs/``. The exit status is 1 when an outcome differs after the
 reruns, 2 when the runs did not work (no test reported with asafe off), else 0.
 
 Targets are module names (run with ``--pyargs``, from a blank ``pytest.ini``
@@ -46,7 +47,8 @@ from pathlib import Path
 
 from .peer import MODES
 
-__all__ = ["CI_SUITE", "OUTCOMES", "Group", "SuiteEntry", "compare", "main", "run_peer", "verdict"]
+__all__ = ["CI_SUITE", "OUTCOMES", "Group", "SuiteEntry", "compare", "main", "read_outcomes", "read_servers",
+           "run_peer", "verdict"]
 
 #: The outcomes a test can have, in the order the tables list them.
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "missing")
@@ -139,8 +141,10 @@ def _site_root(module: str) -> tuple[str, str]:
     return str(root), Path(spec.origin).relative_to(root).as_posix()
 
 
-def _is_module(target: str) -> bool:
-    return "/" not in target and "::" not in target and not target.endswith(".py") and not os.path.exists(target)
+def _is_module(target: str, cwd: str) -> bool:
+    """A dotted module name, not a path, a node id or pytest's ``@file`` of arguments."""
+    return (not target.startswith("@") and "/" not in target and "::" not in target and not target.endswith(".py")
+            and not os.path.exists(os.path.join(cwd, target)))
 
 
 def build_groups(targets: Sequence[str], suite: Sequence[SuiteEntry], cwd: str, per_target: bool) -> list[Group]:
@@ -153,7 +157,7 @@ def build_groups(targets: Sequence[str], suite: Sequence[SuiteEntry], cwd: str, 
         modules.append((entry.module, [*selected, *deselect]))
     paths: list[tuple[str, list[str]]] = []
     for target in targets:
-        (modules if _is_module(target) else paths).append((target, [target]))
+        (modules if _is_module(target, cwd) else paths).append((target, [target]))
     groups: list[Group] = []
     for pyargs, items in ((True, modules), (False, paths)):
         if not items:
@@ -170,7 +174,7 @@ def build_groups(targets: Sequence[str], suite: Sequence[SuiteEntry], cwd: str, 
 
 
 def _label(target: str) -> str:
-    return target.replace("/", ".").replace("::", ".").removesuffix(".py")
+    return target.lstrip("@").replace("/", ".").replace("::", ".").removesuffix(".py").removesuffix(".txt")
 
 
 def _pytest_command(group: Group, mode: str, out: Path, name: str, extra: Sequence[str],
@@ -223,6 +227,20 @@ def read_outcomes(path: Path) -> dict[str, dict]:
         if "nodeid" in record:
             records[record["nodeid"]] = record
     return records
+
+
+def read_servers(path: Path) -> dict | None:
+    """The census of one cluster-mode run (:mod:`asafe.testing.census`), from its outcomes' last line."""
+    if not path.exists():
+        return None
+    servers = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        servers = record.get("servers", servers)
+    return servers
 
 
 def verdict(off: Sequence[str], on: Sequence[str]) -> str:
@@ -290,6 +308,8 @@ def run_peer(groups: Sequence[Group], out: Path, mode: str = "both", reruns: int
             log(f"peer_run: {group.label}: asafe {label} ...")
             code, wall = _run(cmd, group.cwd, out / "runs" / f"{name}.log", run_timeout)
             results[label] = read_outcomes(out / "runs" / f"{name}.jsonl")
+            if label == "on" and mode != "local":
+                entry["servers"] = read_servers(out / "runs" / f"{name}.jsonl")
             entry["wall_s"][label], entry["exit"][label] = round(wall, 2), code
             log(f"peer_run: {group.label}: asafe {label}: exit {code}, {len(results[label])} tests, {wall:.1f} s")
         pairs = compare(results["off"], results["on"])
@@ -346,6 +366,12 @@ def _cell(text: str, limit: int = 240) -> str:
     return text.replace("|", "\\|")
 
 
+def _servers(servers: dict | None) -> str:
+    if not servers:
+        return "n/a"
+    return "; ".join(f"{kind}s {n['asafe']} of {n['asafe'] + n['without']}" for kind, n in servers.items())
+
+
 def _counts(counts: dict) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o)) or "none"
 
@@ -368,14 +394,15 @@ def markdown(report: dict) -> str:
         "",
         "## Runs",
         "",
-        "| group | wall s, off | wall s, on | reruns s, off / on | exit off / on | outcomes off | outcomes on |",
-        "|---|---:|---:|---:|---|---|---|",
+        "| group | wall s, off | wall s, on | reruns s, off / on | exit off / on | outcomes off | outcomes on "
+        "| servers with asafe, on run |",
+        "|---|---:|---:|---:|---|---|---|---|",
     ]
     for g in report["groups"]:
         lines.append(
             f"| {g['label']} | {g['wall_s']['off']:.1f} | {g['wall_s']['on']:.1f} | "
             f"{g['rerun_wall_s']['off']:.1f} / {g['rerun_wall_s']['on']:.1f} | {g['exit']['off']} / {g['exit']['on']} | "
-            f"{_counts(g['counts']['off'])} | {_counts(g['counts']['on'])} |"
+            f"{_counts(g['counts']['off'])} | {_counts(g['counts']['on'])} | {_servers(g.get('servers'))} |"
         )
     files: dict[str, dict] = {}
     for nodeid, r in report["tests"].items():
