@@ -203,7 +203,8 @@ def test_dask_ci_subset_same_outcomes_with_asafe(tmp_path):
     """Dask's own tests (``peer_run --suite ci``) have the same outcomes with asafe off and on."""
     out = tmp_path / "peer"
     done = subprocess.run(
-        [sys.executable, "-m", "asafe.testing.peer_run", "--suite", "ci", "--mode", "both", "--out", str(out)],
+        [sys.executable, "-m", "asafe.testing.peer_run", "--suite", "ci", "--mode", "both", "--reruns", "1",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=1100,
     )
     report = json.loads((out / "peer-outcomes.json").read_text(encoding="utf-8"))

@@ -273,14 +273,17 @@ def _environment() -> dict:
             versions[name] = __import__(name).__version__
         except Exception:  # noqa: BLE001 - a package that is not there is reported as such
             versions[name] = None
-    commit = None
-    try:
+    commit = dirty = None
+    try:  # where asafe is an editable install of a checkout
         here = Path(__file__).resolve().parent
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
                                 timeout=10).stdout.strip() or None
+        if commit:
+            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                                        capture_output=True, text=True, timeout=10).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
-    return {"versions": versions, "asafe_commit": commit, "platform": platform.platform(),
+    return {"versions": versions, "asafe_commit": commit, "asafe_tree_dirty": dirty, "platform": platform.platform(),
             "cpus": os.cpu_count()}
 
 
@@ -387,7 +390,8 @@ def markdown(report: dict) -> str:
         f"Command: `{report['command']}`" if report["command"] else "",
         "",
         f"asafe mode when on: `--asafe={report['mode']}`; reruns of differing tests: {report['reruns']}. "
-        f"{versions}; asafe commit {env['asafe_commit']}; {env['platform']}, {env['cpus']} cpus.",
+        f"{versions}; asafe commit {env['asafe_commit']}{' (tree with changes)' if env.get('asafe_tree_dirty') else ''}; "
+        f"{env['platform']}, {env['cpus']} cpus.",
         "",
         f"**{s['tests']} tests: {s['same']} with the same outcome, {s['differs']} that differ after the reruns, "
         f"{s['flaky']} flaky.**",
