@@ -185,7 +185,7 @@ def _pytest_command(group: Group, mode: str, out: Path, name: str, extra: Sequen
         f"--asafe-outcomes={runs / (name + '.jsonl')}", f"--junitxml={runs / (name + '.xml')}",
         "-p", "no:cacheprovider", "-q", "-rA",
     ]
-    if timeout:
+    if timeout and importlib.util.find_spec("pytest_timeout") is not None:  # pytest-timeout: asafe's [test] extra
         command.append(f"--timeout={timeout:g}")
     if group.pyargs:
         command += ["-c", str(out / "pytest.ini"), f"--rootdir={group.rootdir}"]
@@ -455,7 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-target", action="store_true", help="one pytest process per target (default: one for all)")
     parser.add_argument("--reruns", type=int, default=2, help="reruns of the tests whose outcomes differ (default 2)")
     parser.add_argument("--timeout", type=float, default=300,
-                        help="pytest-timeout seconds per test (default 300; 0: pytest's configuration)")
+                        help="pytest-timeout seconds per test, where it is installed (default 300; 0: pytest's "
+                        "configuration)")
     parser.add_argument("--run-timeout", type=float, default=None, help="seconds after which one pytest process is killed")
     parser.add_argument("--pytest-arg", action="append", default=[], dest="pytest_args",
                         help="an extra pytest argument for every run (repeatable), e.g. --pytest-arg=-x")
