@@ -62,7 +62,7 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     python_requires=">=3.10",
-    packages=["asafe", "asafe.core", "asafe.schedulers", "asafe.app", "asafe.compression"],
+    packages=["asafe", "asafe.core", "asafe.schedulers", "asafe.app", "asafe.compression", "asafe.testing"],
     package_dir={"asafe": "asafe", "asafe.compression": "compression"},
     package_data={"asafe": ["asafe.yaml"]},
     ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True)],
