@@ -43,7 +43,10 @@ install_requires = [
 ]
 
 extras_require = {
-    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
+    # bokeh and prometheus_client: Dask's dashboard and /metrics, where the tests fetch asafe's page and
+    # metrics from a LocalCluster (distributed does not require either)
+    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", "bokeh>=3.1",
+             "prometheus_client>=0.17"],
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
     # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse

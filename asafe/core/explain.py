@@ -178,14 +178,21 @@ def domain_metrics(domain: Any) -> list[str]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        metric = getattr(node, "metric", None)
+        metric = _attribute(node, "metric")
         if isinstance(metric, str) and metric not in found:
             found.append(metric)
-        parts = getattr(node, "domains", None)
+        parts = _attribute(node, "domains")
         children = list(parts) if isinstance(parts, (list, tuple)) else []
-        children += [getattr(node, name) for name in ("gate", "then") if getattr(node, name, None) is not None]
-        stack.extend(child for child in children if callable(getattr(child, "decide", None)))
+        children += [child for child in (_attribute(node, "gate"), _attribute(node, "then")) if child is not None]
+        stack.extend(child for child in children if callable(_attribute(child, "decide")))
     return found
+
+
+def _attribute(node: Any, name: str) -> Any:
+    try:  # a user domain's property may raise: it reads as absent here
+        return getattr(node, name, None)
+    except Exception:
+        return None
 
 
 def unknown_metrics(names: Iterable[str], mode: ModeVector, types: Iterable[str]) -> list[str]:

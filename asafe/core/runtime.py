@@ -197,6 +197,7 @@ class AdaptiveRuntime:
         self._states = {opt.name: opt.initial for opt in opts}
         self._last_toggle: dict[str, tuple[float, int]] = {}
         self._history: deque[Transition] = deque(maxlen=size)
+        self._transition_counts: dict[str, int] = {}  # every transition, also those history let go
         self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
         self._errors: deque[DomainError] = deque(maxlen=size)
         self._subscribers: list[Callable[[dict[str, Any], list[Transition]], None]] = []
@@ -229,6 +230,11 @@ class AdaptiveRuntime:
     def history(self) -> list[Transition]:
         """Every transition, oldest first (bounded by ``history_size``)."""
         return list(self._history)
+
+    @property
+    def transition_counts(self) -> dict[str, int]:
+        """Transitions made per optimization since this runtime was built (not bounded as ``history`` is)."""
+        return dict(self._transition_counts)
 
     @property
     def timeline(self) -> list[tuple[float, ModeVector]]:
@@ -426,14 +432,14 @@ class AdaptiveRuntime:
         # Once per optimization, at its first evaluation: a metric that is no
         # signal and no known task type reads as a share of 0, and a typo
         # ("ratoi") would act on that 0 without a word (asafe.core.explain).
-        types = {*self.tracker.seen_types(), *declared_types(), self.default_type}
-        for name in self._unchecked:
-            opt = self.optimizations.get(name)
-            if opt is None:
-                continue
-            for metric in unknown_metrics(domain_metrics(opt.domain), mode, types):
-                logger.warning(unknown_metric_message(name, metric, mode, types))
-        self._unchecked = []
+        unchecked, self._unchecked = self._unchecked, []
+        try:
+            types = {*self.tracker.seen_types(), *declared_types(), self.default_type}
+            for name in unchecked:
+                for metric in unknown_metrics(domain_metrics(self.optimizations[name].domain), mode, types):
+                    logger.warning(unknown_metric_message(name, metric, mode, types))
+        except Exception:  # a check must never stop an evaluation
+            logger.exception("asafe: checking the metrics the domains read failed; the run goes on")
 
     def explain(self, name: str) -> Explanation:
         """Why optimization ``name`` is in its state, on the latest evaluation's mode.
@@ -500,6 +506,7 @@ class AdaptiveRuntime:
             self._states[t.optimization] = t.new
             self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
             self._history.append(t)
+            self._transition_counts[t.optimization] = self._transition_counts.get(t.optimization, 0) + 1
             logger.info(
                 "asafe: %s %s -> %s (ratio=%s)",
                 t.optimization, _onoff(t.old), _onoff(t.new), _json_float(t.mode.ratio),
