@@ -68,7 +68,8 @@ setup(
     ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
-    entry_points={"console_scripts": ["asafe=asafe.app.cli:main"]},
+    # the asafe command, and `dask asafe ...` through Dask's CLI (dask/cli.py loads the dask_cli group)
+    entry_points={"console_scripts": ["asafe=asafe.app.cli:main"], "dask_cli": ["asafe=asafe.app.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Framework :: Dask",

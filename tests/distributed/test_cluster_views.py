@@ -148,3 +148,27 @@ def test_the_default_runtime_warns_nothing_on_a_cluster(cluster, client, install
             _ship_phase(client)
             assert handle.timeline
     assert [r.getMessage() for r in caplog.records if r.name.startswith("asafe")] == []
+
+
+def test_asafe_info_on_a_scheduler_with_and_without_asafe(cluster, client, installed, make_runtime):
+    from click.testing import CliRunner
+
+    from asafe.app.cli import main
+
+    address = cluster.scheduler_address
+    without = CliRunner().invoke(main, ["info", address])
+    assert without.exit_code == 1 and without.output.count("\n") == 1
+    assert f"asafe is not installed on the scheduler at {address}" in without.output
+    with installed(client, make_runtime(alpha=0.5, beta=2.0)) as handle:
+        _ship_phase(client)
+        assert _wait(lambda: handle.state("compression") is True)
+        done = CliRunner().invoke(main, ["info", address])
+        assert done.exit_code == 0, done.output
+        text = done.output
+        assert "asafe settings (scheduler " + address in text
+        assert "compression = on, 1 transitions; Hysteresis(alpha=0.5, beta=2.0, metric='ratio')" in text
+        assert "dashboard page: /individual-asafe" in text and "2 holding the states" in text
+        why = text.split("why:\n", 1)[1].splitlines()
+        assert why[0].startswith("  compression: on") and why[1].strip().startswith("Hysteresis: ratio = ")
+        as_json = CliRunner().invoke(main, ["info", address, "--json"])
+        assert '"holding_states": 2' in as_json.output
