@@ -250,7 +250,7 @@ class Explanation(dict):
 
 
 _SOURCES = {"ratio": "compute/communication", "signal": None, "share": "share of that task type",
-            "absent": "not a signal here, nor a task type with work: reads 0"}
+            "absent": "no signal of that name here, no work of a type of that name: 0"}
 
 
 def text_lines(explanation: dict) -> list[str]:

@@ -207,6 +207,10 @@ class _Page:
             source = self.sources[metric] = ColumnDataSource({"time": [], "value": []})
             fig.line("time", "value", source=source, line_width=2, color="black")
             self._draw_thresholds(fig, lines.get(metric, []), list(names))
+            if lines.get(metric):  # invisible points at the thresholds: the y range keeps them in view
+                bounds = self.sources[f"bounds:{metric}"] = ColumnDataSource({"time": [], "value": []})
+                bounds.tags = [_clip(metric, value) for value, _ in lines[metric]]
+                fig.scatter("time", "value", source=bounds, alpha=0)
             plots.append(fig)
         shares = self._figure("share of work per task type", x_range, False)
         self.sources["shares"] = ColumnDataSource({"time": [], **{t: [] for t in types}})
@@ -257,6 +261,7 @@ class _Page:
                      y_axis_type="log" if log else "linear", tools="xpan,xwheel_zoom,reset", toolbar_location="right",
                      **options)
         fig.yaxis.minor_tick_line_color = None
+        fig.y_range.range_padding = 0.3  # room for the thresholds' labels
         return fig
 
     def _draw_thresholds(self, fig: Any, lines: list, names: list) -> None:
@@ -283,6 +288,10 @@ class _Page:
                 for metric in metrics:
                     values = [_clip(metric, float(mode.metric(metric))) for _, mode in new]
                     self.sources[metric].stream({"time": times, "value": values}, rollover=ROLLOVER)
+                for metric in metrics:
+                    bounds = self.sources.get(f"bounds:{metric}")
+                    if bounds is not None:
+                        bounds.data = {"time": [times[-1]] * len(bounds.tags), "value": list(bounds.tags)}
                 self.sources["shares"].stream({"time": times, **{t: [mode[t] for _, mode in new] for t in types}},
                                               rollover=ROLLOVER)
         with FAILURES.guard("dashboard-states"):
