@@ -177,8 +177,9 @@ def report(address: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
     try:
         data = client.run_on_scheduler(_remote_report)
     except Exception as exc:
-        raise InfoError(f"the scheduler at {address} could not report ({type(exc).__name__}: {exc}); is asafe "
-                        "installed in its environment?") from None
+        raise InfoError(f"the scheduler at {address} could not report ({type(exc).__name__}: {exc}); asafe info "
+                        "runs a function there: is asafe installed in its environment, and "
+                        "distributed.scheduler.pickle on?") from None
     finally:
         client.close()
     if not data.get("installed"):
