@@ -44,8 +44,11 @@ DEMO = ["matplotlib>=3.7", "rich>=13.0"]
 
 extras_require = {
     "demo": DEMO,
-    # the tests run the demo with its figure and console (tests/test_demo.py)
-    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", *DEMO],
+    # the tests run the demo with its figure and console (tests/test_demo.py); bokeh and
+    # prometheus_client: Dask's dashboard and /metrics, where the tests fetch asafe's page and metrics from
+    # a LocalCluster (distributed does not require either)
+    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", *DEMO, "bokeh>=3.1",
+             "prometheus_client>=0.17"],
     # the Concepts page's figures are drawn at build time
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6", "matplotlib>=3.7"],
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
@@ -68,7 +71,8 @@ setup(
     ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
-    entry_points={"console_scripts": ["asafe=asafe.app.cli:main"]},
+    # the asafe command, and `dask asafe ...` through Dask's CLI (dask/cli.py loads the dask_cli group)
+    entry_points={"console_scripts": ["asafe=asafe.app.cli:main"], "dask_cli": ["asafe=asafe.app.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Framework :: Dask",

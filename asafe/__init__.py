@@ -20,8 +20,54 @@ Architecture page draws it):
 * :mod:`asafe.compression` -- the tile engine.
 
 Everything a user imports is exported here; the rooms' modules are private.
+
+From a checkout. ``compression/`` sits beside ``asafe/`` in the repository
+and is installed as ``asafe.compression`` (setup.py ``package_dir``). Where
+Python imports this folder instead of the installed package (``python -c``
+or ``python -m sphinx`` from the repository root put the current folder
+first on ``sys.path``), :func:`_find_checkout_compression` makes
+``asafe.compression`` that folder. It adds a finder for exactly that one name,
+last in ``sys.meta_path``, so an installed or editable ``asafe.compression``
+still wins, and the repository's other folders (``benchmarks``, ``tests``,
+``docs``) do not become ``asafe.*`` as they would if the repository root
+joined ``asafe.__path__``.
 """
-from .core import config  # registers the dask.config defaults first
+import importlib.abc as _abc
+import importlib.util as _util
+import os as _os
+import sys as _sys
+
+
+class _CheckoutCompression(_abc.MetaPathFinder):
+    """Finds ``asafe.compression`` in the checkout's top-level ``compression/`` folder, and nothing else."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "asafe.compression":
+            return None
+        return _util.spec_from_file_location(name, _os.path.join(self.folder, "__init__.py"),
+                                             submodule_search_locations=[self.folder])
+
+
+def _find_checkout_compression() -> None:
+    """Add the finder where this ``asafe`` is a checkout's folder and ``compression/`` is not inside it."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    root = _os.path.dirname(here)
+    folder = _os.path.join(root, "compression")
+    if (_os.path.exists(_os.path.join(here, "compression"))
+            or not _os.path.isfile(_os.path.join(folder, "__init__.py"))
+            or not _os.path.isfile(_os.path.join(root, "setup.py"))):
+        return  # an installed package, or not asafe's repository
+    if any(isinstance(finder, _CheckoutCompression) for finder in _sys.meta_path):
+        return
+    _sys.meta_path.append(_CheckoutCompression(folder))
+
+
+_find_checkout_compression()
+
+from .core import config  # noqa: E402  (registers the dask.config defaults first)
 from .core.domains import AllOf, AnyOf, AtLeast, Bands, EfficiencyDomain, Fixed, Gated, Hysteresis
 from .core.mode import ModeVector
 from .core.reuse import reuse

@@ -1,6 +1,8 @@
 """The application: what uses the core and the integrations.
 
-* :mod:`~asafe.app.cli` -- the ``asafe`` command (``asafe demo``);
+* :mod:`~asafe.app.cli` -- the ``asafe`` command (``asafe demo``, ``asafe info``);
+* :mod:`~asafe.app.info` -- ``asafe info``: the settings and their sources, and
+  what a scheduler runs and why;
 * :mod:`~asafe.app.demo` -- the demo: variants run side by side, a table, a
   JSON result and a figure (:mod:`~asafe.app.console` prints it, plain text
   without rich);

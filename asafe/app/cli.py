@@ -13,7 +13,7 @@ import click
 __all__ = ["main", "demo_command"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="asafe", context_settings={"help_option_names": ["-h", "--help"]})  # also `dask asafe`
 @click.version_option(package_name="asafe")
 def main() -> None:
     """asafe: scheduler-driven adaptive optimizations for Dask."""
@@ -177,3 +177,21 @@ def link(rate, command: tuple[str, ...]) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+@click.argument("scheduler_address", required=False)
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds to wait for the scheduler to answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def info(scheduler_address: str | None, timeout: float, as_json: bool) -> None:
+    """asafe's settings and where each came from; with SCHEDULER_ADDRESS, what that scheduler runs and why."""
+    import json
+
+    from .info import InfoError, render, report
+
+    try:
+        data = report(scheduler_address, timeout=timeout)
+    except InfoError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(data, indent=2, default=str) if as_json else render(data))

@@ -15,12 +15,14 @@ reads back states; everything in between lives here, in the order of the flow:
 * :mod:`~asafe.core.domains` -- efficiency domains (:class:`~asafe.Hysteresis`,
   :class:`~asafe.AtLeast`, combined by :class:`~asafe.AllOf` and
   :class:`~asafe.AnyOf`) that map a mode and a state to the next state;
+* :mod:`~asafe.core.explain` -- why a domain decides as it does (the values
+  and thresholds of its parts), and the check of the metric names domains read;
 * :mod:`~asafe.core.runtime` -- :class:`~asafe.Optimization` and the controller,
   :class:`~asafe.AdaptiveRuntime`, which evaluates the domains, applies the dwell
   rule, records transitions and tells its subscribers;
 * :mod:`~asafe.core.config` -- the ``dask.config`` settings (``asafe.yaml``); it
   imports nothing else of asafe.
 
-Imports run one way: types -> mode -> tracker, domains -> runtime; config is
-read by all.
+Imports run one way: types -> mode -> tracker, explain -> domains -> runtime;
+config is read by all.
 """

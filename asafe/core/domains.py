@@ -4,7 +4,9 @@ The contract is one method, ``decide(mode, state) -> new_state``: given the curr
 :class:`~asafe.ModeVector` and the optimization's own current state, return the
 state it should be in. The state is an input on purpose: the paper notes that an
 optimization's domain depends on its own state (compression changes the very
-signal that decides it).
+signal that decides it). A second method, ``explain(mode, state)``, says why:
+the value each part read, its thresholds and what it asks for, as plain data
+(:mod:`asafe.core.explain`); the base class gives user domains a default.
 
 :class:`Hysteresis` is the alpha/beta rule of the adaptive compression engine.
 :class:`AtLeast` follows a declared property of the work (the ``reuse`` that
@@ -21,6 +23,7 @@ import math
 from typing import Any
 
 from . import validate
+from .explain import default_explanation, explain_domain, leaf, onoff, read_metric
 from .mode import ModeVector
 from .states import check_state, same
 
@@ -48,6 +51,27 @@ class EfficiencyDomain:
     def decide(self, mode: ModeVector, state: bool) -> bool:
         """Return the optimization's next state for this mode and current state."""
         raise NotImplementedError(f"{type(self).__name__} must implement decide(mode, state)")
+
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """Why :meth:`decide` asks what it asks, as plain data (see :mod:`asafe.core.explain`).
+
+        The default reports what ``decide`` asks for and, where the domain has
+        a ``metric`` attribute, the value it read; asafe's domains add their
+        thresholds and parts. Keys: ``domain``, ``metric``, ``value``,
+        ``source``, ``thresholds``, ``asks``, ``why``, and ``parts`` for a
+        combined domain.
+
+        Examples
+        --------
+        >>> class CpuBound(EfficiencyDomain):
+        ...     metric = "cpu"
+        ...     def decide(self, mode, state):
+        ...         return mode.metric("cpu") > 0.8
+        >>> part = CpuBound().explain(ModeVector({"compute": 1}, cpu=0.9), False)
+        >>> part["metric"], part["value"], part["asks"]
+        ('cpu', 0.9, True)
+        """
+        return default_explanation(self, mode, state)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -104,6 +128,23 @@ class Hysteresis(EfficiencyDomain):
         if value > self.beta:
             return False
         return bool(state)
+
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """The metric's value against alpha and beta.
+
+        >>> Hysteresis(0.5, 2.0).explain(ModeVector({"compute": 1, "communication": 1}), True)["why"]
+        'between alpha and beta: keeps on'
+        """
+        value, _ = read_metric(mode, self.metric)
+        if value < self.alpha:
+            why = "below alpha"
+        elif value > self.beta:
+            why = "above beta"
+        elif math.isnan(value):
+            why = f"unknown (nan): keeps {onoff(bool(state))}"
+        else:
+            why = f"between alpha and beta: keeps {onoff(bool(state))}"
+        return leaf(self, self.metric, mode, {"alpha": self.alpha, "beta": self.beta}, self.decide(mode, state), why)
 
     def __repr__(self) -> str:
         return f"Hysteresis(alpha={self.alpha}, beta={self.beta}, metric={self.metric!r})"
@@ -164,6 +205,23 @@ class AtLeast(EfficiencyDomain):
             return False
         return bool(state)
 
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """The metric's value against ``on`` and ``off``.
+
+        >>> AtLeast("reuse", on=16).explain(ModeVector({"compute": 1}, reuse=float("nan")), True)["why"]
+        'unknown (nan): off'
+        """
+        value, _ = read_metric(mode, self.metric)
+        if value >= self.on:
+            why = "at least on"
+        elif math.isnan(value):
+            why = "unknown (nan): off"
+        elif value < self.off:
+            why = "below off"
+        else:
+            why = f"between off and on: keeps {onoff(bool(state))}"
+        return leaf(self, self.metric, mode, {"on": self.on, "off": self.off}, self.decide(mode, state), why)
+
     def __repr__(self) -> str:
         return f"AtLeast({self.metric!r}, on={self.on}, off={self.off})"
 
@@ -180,6 +238,14 @@ class _Combined(EfficiencyDomain):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.domains!r})"
+
+    _rule = ""
+
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """Each part's explanation, from the state the parts see (on/off)."""
+        parts = [explain_domain(domain, mode, bool(state)) for domain in self.domains]
+        return {"domain": type(self).__name__, "thresholds": {}, "asks": self.decide(mode, state),
+                "why": self._rule, "parts": parts}
 
 
 class AllOf(_Combined):
@@ -205,6 +271,8 @@ class AllOf(_Combined):
     >>> both.decide(ModeVector({"compute": 1, "communication": 4}, cpu=0.9), True)
     False
     """
+
+    _rule = "on while every part asks on"
 
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
@@ -237,6 +305,8 @@ class AnyOf(_Combined):
     True
     """
 
+    _rule = "on while some part asks on"
+
     def decide(self, mode: ModeVector, state: bool) -> bool:
         state = bool(state)
         return any(domain.decide(mode, state) for domain in self.domains)
@@ -259,6 +329,10 @@ class Fixed(EfficiencyDomain):
 
     def decide(self, mode: ModeVector, state: Any) -> Any:
         return self.state
+
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """Nothing read: the state is fixed."""
+        return leaf(self, None, None, {}, self.state, "fixed")
 
     def __repr__(self) -> str:
         return f"Fixed({self.state!r})"
@@ -320,6 +394,25 @@ class Bands(EfficiencyDomain):
         high = self.edges[current] * (1 + self.margin) if current < len(self.edges) else math.inf
         return state if low <= value <= high else self.states[band]
 
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """The metric's band, and whether the margin keeps the current state.
+
+        >>> codec = Bands("bandwidth", edges=[200e6], states=["zstd", "lz4"], margin=0.2)
+        >>> codec.explain(ModeVector({}, bandwidth=220e6), "zstd")["why"]
+        'band 1 of 0-1; within the margin of the band of zstd: keeps it'
+        """
+        value, _ = read_metric(mode, self.metric)
+        asks = self.decide(mode, state)
+        if math.isnan(value):
+            why = "unknown (nan): keeps the state"
+        else:
+            band = sum(value >= edge for edge in self.edges)
+            why = f"band {band} of 0-{len(self.edges)}"
+            if not same(asks, self.states[band]):
+                why += f"; within the margin of the band of {onoff(state)}: keeps it"
+        thresholds = {"edges": list(self.edges), "states": list(self.states), "margin": self.margin}
+        return leaf(self, self.metric, mode, thresholds, asks, why)
+
     def __repr__(self) -> str:
         return f"Bands({self.metric!r}, edges={self.edges}, states={self.states}, margin={self.margin})"
 
@@ -357,6 +450,18 @@ class Gated(EfficiencyDomain):
         if not self.gate.decide(mode, on):
             return self.off
         return self.then.decide(mode, state if on else self.off)
+
+    def explain(self, mode: ModeVector, state: Any) -> dict:
+        """The gate's explanation, then (when the gate is on) the chosen state's."""
+        on = not same(state, self.off)
+        gate = {**explain_domain(self.gate, mode, on), "role": "gate"}
+        then = {**explain_domain(self.then, mode, state if on else self.off), "role": "then"}
+        open_ = bool(gate.get("asks"))
+        if not open_:
+            then["why"] = "not asked: the gate is off"
+            then["asks"] = None
+        return {"domain": "Gated", "thresholds": {"off": self.off}, "asks": self.decide(mode, state),
+                "why": "the gate is on: then chooses" if open_ else "the gate is off", "parts": [gate, then]}
 
     def __repr__(self) -> str:
         return f"Gated({self.gate!r}, {self.then!r}, off={self.off!r})"

@@ -24,11 +24,12 @@ from typing import Any, NamedTuple
 from . import config as _config
 from . import validate
 from .domains import EfficiencyDomain
+from .explain import Explanation, domain_metrics, explain_domain, json_number, unknown_metric_message, unknown_metrics
 from .mode import ModeVector
 from .signals import SystemSignals
 from .states import check_state, same as _same
 from .tracker import ModeTracker
-from .types import validate_type
+from .types import declared_types, validate_type
 
 __all__ = ["Optimization", "Transition", "DomainError", "AdaptiveRuntime", "load_optimizations"]
 
@@ -196,12 +197,14 @@ class AdaptiveRuntime:
         self._states = {opt.name: opt.initial for opt in opts}
         self._last_toggle: dict[str, tuple[float, int]] = {}
         self._history: deque[Transition] = deque(maxlen=size)
+        self._transition_counts: dict[str, int] = {}  # every transition, also those history let go
         self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
         self._errors: deque[DomainError] = deque(maxlen=size)
         self._subscribers: list[Callable[[dict[str, Any], list[Transition]], None]] = []
         self._mode = ModeVector()
         self._failing: set[str] = set()
         self._failing_sources: set[str] = set()
+        self._unchecked = list(self.optimizations)  # metric names not yet checked (see _check_metrics)
         self._next_evaluation = 0.0
         self._lock = threading.RLock()
 
@@ -227,6 +230,11 @@ class AdaptiveRuntime:
     def history(self) -> list[Transition]:
         """Every transition, oldest first (bounded by ``history_size``)."""
         return list(self._history)
+
+    @property
+    def transition_counts(self) -> dict[str, int]:
+        """Transitions made per optimization since this runtime was built (not bounded as ``history`` is)."""
+        return dict(self._transition_counts)
 
     @property
     def timeline(self) -> list[tuple[float, ModeVector]]:
@@ -373,6 +381,8 @@ class AdaptiveRuntime:
         with self._lock:
             self._mode = mode
             self._timeline.append((now, mode))
+            if self._unchecked:
+                self._check_metrics(mode)
             transitions = []
             for name, opt in self.optimizations.items():
                 old = self._states[name]
@@ -418,6 +428,67 @@ class AdaptiveRuntime:
                 return False
         return _same(self._decide(opt, predicted, old, now), new)  # a domain that raises keeps the state: held
 
+    def _check_metrics(self, mode: ModeVector) -> None:
+        # Once per optimization, at its first evaluation: a metric that is no
+        # signal and no known task type reads as a share of 0, and a typo
+        # ("ratoi") would act on that 0 without a word (asafe.core.explain).
+        unchecked, self._unchecked = self._unchecked, []
+        try:
+            types = {*self.tracker.seen_types(), *declared_types(), self.default_type}
+            for name in unchecked:
+                for metric in unknown_metrics(domain_metrics(self.optimizations[name].domain), mode, types):
+                    logger.warning(unknown_metric_message(name, metric, mode, types))
+        except Exception:  # a check must never stop an evaluation
+            logger.exception("asafe: checking the metrics the domains read failed; the run goes on")
+
+    def explain(self, name: str) -> Explanation:
+        """Why optimization ``name`` is in its state, on the latest evaluation's mode.
+
+        For each part of its domain: the metric it read, the value, the
+        thresholds and what it asks for; and, where the state differs from
+        what the domain asks, what holds it (the dwell). Plain data (a dict
+        that ``json.dumps`` takes; ``str()`` gives one line per part). See
+        :class:`asafe.core.explain.Explanation`.
+
+        Examples
+        --------
+        >>> from asafe import AllOf, Hysteresis, ModeVector
+        >>> wire = AllOf([Hysteresis(0.5, 2.0), Hysteresis(0.5, 0.8, metric="external_cpu")])
+        >>> rt = AdaptiveRuntime([Optimization("wire", wire)], dwell=0, signals=False)
+        >>> _ = rt.evaluate(mode=ModeVector({"compute": 1, "communication": 4}, external_cpu=0.9))
+        >>> print(rt.explain("wire"))
+        wire: off; its domain asks off
+          AllOf: on while every part asks on; asks off
+            Hysteresis: ratio = 0.25 (compute/communication), alpha 0.5, beta 2: below alpha; asks on
+            Hysteresis: external_cpu = 0.9, alpha 0.5, beta 0.8: above beta; asks off
+        >>> rt.explain("wire")["domain"]["parts"][1]["value"]
+        0.9
+        """
+        self.state(name)  # KeyError naming the known ones
+        with self._lock:
+            opt = self.optimizations[name]
+            state = self._states[name]
+            mode = self._mode
+            when = self._timeline[-1][0] if self._timeline else None
+            last = self._last_toggle.get(name)
+            finished = self.tracker.finished
+        part = explain_domain(opt.domain, mode, state)
+        asks = part.get("asks")
+        held = None
+        if when is not None and asks is not None and not _same(asks, state):
+            held = "changes at the next evaluation"
+            if last is not None:
+                seconds, tasks = when - last[0], finished - last[1]
+                if seconds < self.dwell or tasks < self.dwell_tasks:
+                    held = (f"held by the dwell: {seconds:.3g} s of {self.dwell:g} s and {tasks} of "
+                            f"{self.dwell_tasks} finished tasks since its last change")
+        return Explanation(
+            optimization=name, state=state, asks=asks, held=held, time=when,
+            mode={"ratio": json_number(mode.ratio), "shares": mode.shares,
+                  "signals": {k: json_number(v) for k, v in mode.signals.items()}},
+            domain=part,
+        )
+
     def _decide(self, opt: Optimization, mode: ModeVector, old: Any, now: float) -> Any:
         try:
             decision = check_state(opt.domain.decide(mode, old), f"the decision of the domain of {opt.name!r}")
@@ -435,6 +506,7 @@ class AdaptiveRuntime:
             self._states[t.optimization] = t.new
             self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
             self._history.append(t)
+            self._transition_counts[t.optimization] = self._transition_counts.get(t.optimization, 0) + 1
             logger.info(
                 "asafe: %s %s -> %s (ratio=%s)",
                 t.optimization, _onoff(t.old), _onoff(t.new), _json_float(t.mode.ratio),

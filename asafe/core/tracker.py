@@ -386,6 +386,11 @@ class ModeTracker:
             shares = _shares(self._scheduled_work())
         return ModeVector(shares, **signals) if shares else None
 
+    def seen_types(self) -> set[str]:
+        """The task types this tracker has counted or measured (scheduled, planned, learned, in the window)."""
+        with self._lock:
+            return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled}
+
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
         with self._lock:

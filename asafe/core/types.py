@@ -35,6 +35,7 @@ __all__ = [
     "type_of_task",
     "resolve_type",
     "validate_type",
+    "declared_types",
 ]
 
 #: Type of tasks that mostly compute.
@@ -47,6 +48,20 @@ ANNOTATION = "asafe_type"
 _ATTRIBUTE = "__asafe_type__"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Type names this process declared with task_type() or typed(): a domain that
+# reads the share of one of them is not reading a typo, even before its tasks
+# run (see asafe.core.explain.unknown_metrics).
+_DECLARED: set[str] = {COMPUTE, COMMUNICATION}
+
+
+def declared_types() -> frozenset[str]:
+    """The task types this process named in :func:`task_type` or :func:`typed`, with the two built in.
+
+    >>> "compute" in declared_types()
+    True
+    """
+    return frozenset(_DECLARED)
 
 
 def validate_type(name: object) -> str:
@@ -106,6 +121,7 @@ def task_type(name: str) -> Iterator[str]:
     'communication'
     """
     validate_type(name)
+    _DECLARED.add(name)
     with dask.annotate(**{ANNOTATION: name}):
         yield name
 
@@ -130,6 +146,7 @@ def typed(name: str) -> Callable[[F], F]:
     'compute'
     """
     validate_type(name)
+    _DECLARED.add(name)
 
     def mark(func: F) -> F:
         if not callable(func):

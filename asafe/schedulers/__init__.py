@@ -22,5 +22,9 @@ controller's states to where tasks run:
 * :mod:`~asafe.schedulers.preload` -- ``--preload asafe.preload``, for
   deployments configured without a client;
 * :mod:`~asafe.schedulers.board` -- the state board that :func:`asafe.is_on`
-  reads inside a task, wherever it runs.
+  reads inside a task, wherever it runs;
+* :mod:`~asafe.schedulers.observe` -- what a user watches on a scheduler, added
+  by the scheduler plugin's start: the dashboard page
+  (:mod:`~asafe.schedulers.dashboard`) and the Prometheus metrics
+  (:mod:`~asafe.schedulers.metrics`).
 """

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import importlib.util
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.config
 from dask.utils import parse_timedelta
 
 from ..core.mode import ModeVector
 from ..core.runtime import AdaptiveRuntime, DomainError, Transition
+
+if TYPE_CHECKING:
+    from ..core.explain import Explanation
 
 # the plugin modules import distributed; it is imported where a cluster is used, so
 # that ``import asafe`` stays light for Dask's local schedulers.
@@ -146,7 +149,7 @@ class RuntimeHandle:
     # raw access ---------------------------------------------------------------------
     def info(self, *what: str) -> dict[str, Any]:
         """Plain data from the scheduler: ``states``, ``mode``, ``history``, ``timeline``,
-        ``errors``, ``tracker``, ``plugin``, ``fallbacks`` (any of them)."""
+        ``errors``, ``explain``, ``tracker``, ``plugin``, ``fallbacks`` (any of them)."""
         reply = self.client.sync(
             self.client.scheduler.asafe_info, what=list(what or ("states", "mode")),
             callback_timeout=_timeout(None),
@@ -194,6 +197,20 @@ class RuntimeHandle:
     def errors(self) -> list[DomainError]:
         """Domains that raised (the optimization kept its state)."""
         return [DomainError(*e) for e in self.info("errors")["errors"]]
+
+    def explain(self, name: str) -> "Explanation":
+        """Why optimization ``name`` is in its state, on the scheduler's latest mode.
+
+        The same data as :meth:`asafe.AdaptiveRuntime.explain` (plain data;
+        ``str()`` gives one line per part of the domain).
+        """
+        from ..core.explain import Explanation
+
+        explained = self.info("explain")["explain"]
+        try:
+            return Explanation(explained[name])
+        except KeyError:
+            raise KeyError(f"unknown optimization {name!r}; known: {sorted(explained)}") from None
 
     @property
     def plugin_errors(self) -> list:
@@ -247,10 +264,13 @@ class RuntimeHandle:
         """Remove both plugins; on every worker :func:`asafe.is_on` answers ``False`` again."""
         if self.client.run_on_scheduler(_installed_token) == self.token:
             self.client.sync(self.client.scheduler.asafe_uninstall, callback_timeout=_timeout(None))
-        try:
-            self.client.unregister_worker_plugin(NAME)
-        except Exception:  # not registered (already uninstalled)
-            pass
+        from .observe import WIRE_COUNTERS
+
+        for name in (NAME, WIRE_COUNTERS):
+            try:
+                self.client.unregister_worker_plugin(name)
+            except Exception:  # not registered (already uninstalled)
+                pass
 
     @property
     def installed(self) -> bool:

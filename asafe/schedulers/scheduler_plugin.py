@@ -176,6 +176,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._local_hosts: frozenset = frozenset()  # this host's names, read in start() on the scheduler
         self._attached = False
         self.plugin_errors: deque[PluginError] = deque(maxlen=1000)
+        self.error_counts: dict[str, int] = {}  # per hook, every failure (plugin_errors keeps the last 1000)
         self._failed_hooks: set[str] = set()
         # what crossed the network, as measured (wire) and as uncompressed (logical)
         self.transfer_stats = {"count": 0, "seconds": 0.0, "corrected_seconds": 0.0,
@@ -230,6 +231,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._ticker = PeriodicCallback(self._tick, _TICK_MS)
         self._ticker.start()
         logger.info("asafe: scheduler plugin installed (%s)", self.runtime)
+        from .observe import register  # the dashboard page, /metrics, the workers' codec counters; never raises
+
+        await register(scheduler)
         if self.register_worker_plugin:
             from distributed.protocol.pickle import dumps
 
@@ -676,6 +680,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             out["timeline"] = [[when, *_mode_data(mode)] for when, mode in rt.timeline]
         if "errors" in what:
             out["errors"] = [list(e) for e in rt.errors]
+        if "explain" in what:
+            out["explain"] = {name: dict(rt.explain(name)) for name in rt.optimizations}
         if "tracker" in what:
             tracker = rt.tracker
             out["tracker"] = {
@@ -718,6 +724,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
         exc = sys.exc_info()[1]
         self.plugin_errors.append(PluginError(time.time(), hook, f"{type(exc).__name__}: {exc}"))
+        self.error_counts[hook] = self.error_counts.get(hook, 0) + 1
         if hook not in self._failed_hooks:
             self._failed_hooks.add(hook)
             logger.exception("asafe: the scheduler plugin's %s hook raised; scheduling goes on", hook)

@@ -96,3 +96,23 @@ def test_preload_enables_asafe_from_configuration(preloaded, boards):
 
 def _domain(dask_scheduler):
     return repr(dask_scheduler.plugins["asafe"].runtime.optimizations["compression"].domain)
+
+
+def test_preload_adds_the_dashboard_page_and_metrics(preloaded):
+    pytest.importorskip("bokeh")
+    pytest.importorskip("prometheus_client")
+    import json
+    import urllib.request
+
+    client, scheduler_log = preloaded
+    port = client.scheduler_info()["services"]["dashboard"]
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(base + "/individual-plots.json", timeout=30) as reply:
+        assert json.loads(reply.read())["Individual Asafe"] == "/individual-asafe"
+    with urllib.request.urlopen(base + "/individual-asafe", timeout=30) as reply:
+        assert reply.status == 200 and "Dask: asafe" in reply.read().decode()
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as reply:
+        body = reply.read().decode()
+    assert "dask_asafe_installed 1.0" in body
+    assert 'dask_asafe_state{optimization="compression",value=""}' in body
+    assert "asafe: dashboard page at /individual-asafe" in scheduler_log.read_text()
