@@ -198,7 +198,6 @@ def test_importing_asafe_changes_only_its_own_config_key():
 
 @pytest.mark.peer
 @pytest.mark.timeout(1200)
-@pytest.mark.xfail(strict=False, reason="issue 30: library fixes pending on branch main")
 def test_dask_ci_subset_same_outcomes_with_asafe(tmp_path):
     """Dask's own tests (``peer_run --suite ci``) have the same outcomes with asafe off and on."""
     out = tmp_path / "peer"

@@ -122,7 +122,9 @@ def test_defaults_come_from_the_configuration():
     ratio, reused = rt.optimizations["compression"].domain.domains  # AnyOf
     assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
     assert (reused.metric, reused.on, reused.off) == ("reuse", 16.0, 16.0)
-    ratio, cpu, link = rt.optimizations["wire-compression"].domain.domains
+    wire = rt.optimizations["wire-compression"].domain  # Gated: off, or the link's speed in MB/s
+    ratio, cpu, link = wire.gate.domains
+    assert (wire.then.metric, wire.then.states, wire.off) == ("bandwidth", [30, 60, 120, 240, 480], False)
     assert (ratio.alpha, ratio.beta, ratio.metric) == (0.5, 2.0, "ratio")
     assert (cpu.alpha, cpu.beta, cpu.metric) == (0.5, 0.8, "external_cpu")
     assert (link.alpha, link.beta, link.metric) == (250e6, 500e6, "bandwidth")

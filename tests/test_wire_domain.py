@@ -1,4 +1,8 @@
-"""The wire-compression domain: AllOf(ratio, external cpu, bandwidth hysteresis), scripted."""
+"""The wire-compression domain, scripted: Gated(AllOf(ratio, external cpu, bandwidth hysteresis), Bands(bandwidth)).
+
+The gate decides on or off; on, the state is the link's speed band in MB/s
+(the codec's cost model reads it). The on/off scripts compare ``bool(state)``.
+"""
 from __future__ import annotations
 
 import math
@@ -13,6 +17,11 @@ from asafe.core.runtime import load_optimizations
 def wire_domain():
     (opt,) = [o for o in load_optimizations() if o.name == "wire-compression"]
     return opt.domain
+
+
+def on_off(history):
+    """The transitions that switched it on or off (a change of band while on is no switch)."""
+    return [(bool(t.old), bool(t.new)) for t in history if bool(t.old) != bool(t.new)]
 
 
 GBIT = 125e6  # bytes per second
@@ -51,9 +60,9 @@ def test_default_domain_flip_flop_scripted():
     states = []
     for i, (ratio, cpu, _) in enumerate(script):
         rt.evaluate(mode(ratio, cpu), now=float(i))
-        states.append(rt.state("wire-compression"))
+        states.append(bool(rt.state("wire-compression")))
     assert states == [expected for _, _, expected in script]
-    assert [(t.old, t.new) for t in rt.history] == [
+    assert on_off(rt.history) == [
         (False, True), (True, False), (False, True), (True, False), (False, True), (True, False)
     ]
 
@@ -72,20 +81,23 @@ def test_the_link_part_flip_flop_scripted():
         (600e6, False),   # above 500 MB/s: off
         (240e6, True),    # below 250 MB/s: on
     ]
+    bands = []
     for i, (bandwidth, _) in enumerate(script):
         rt.evaluate(mode(0.1, 0.1, bandwidth), now=float(i))
-    assert [(t.old, t.new, t.mode.signals["bandwidth"]) for t in rt.history] == [
-        (False, True, GBIT), (True, False, 600e6), (False, True, 240e6)
-    ]
+        bands.append(rt.state("wire-compression"))
+    assert [(bool(t.old), bool(t.new), t.mode.signals["bandwidth"]) for t in rt.history
+            if bool(t.old) != bool(t.new)] == [(False, True, GBIT), (True, False, 600e6), (False, True, 240e6)]
+    # on, the state is the link's band in MB/s: 1 Gbit/s reads 120, a burst to 400 MB/s 480, 240 MB/s 240
+    assert bands == [False, False, 120, 480, False, 240]
 
 
 def test_the_runs_own_cpu_load_does_not_switch_it_off():
     # the host reads saturated (the workers compressing), the others' load is low: kept on
     domain = wire_domain()
-    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), False) is True
-    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), True) is True
+    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), False) == 120  # on: the band of 1 Gbit/s
+    assert domain.decide(mode(0.3, 0.1, host_cpu=1.0), 120) == 120
     # other processes saturate the cpus (a competing compute job): off, and never on
-    assert domain.decide(mode(0.3, 0.95, host_cpu=1.0), True) is False
+    assert domain.decide(mode(0.3, 0.95, host_cpu=1.0), 120) is False
     assert domain.decide(mode(0.3, 0.95, host_cpu=1.0), False) is False
 
 
@@ -106,7 +118,7 @@ def test_dwell_delays_both_directions():
        st.booleans())
 def test_never_on_while_a_part_is_above_its_upper_threshold(steps, initial):
     domain = wire_domain()
-    ratio_part, cpu_part, link_part = domain.domains
+    ratio_part, cpu_part, link_part = domain.gate.domains
     assert (cpu_part.metric, link_part.metric) == ("external_cpu", "bandwidth")
     state = initial
     for ratio, cpu, bandwidth in steps:

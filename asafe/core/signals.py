@@ -24,8 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-
-import psutil
+from typing import Any
 
 __all__ = ["SystemSignals", "external_load"]
 
@@ -79,15 +78,18 @@ class SystemSignals:
     def __init__(self, interval: float = 0.5) -> None:
         self.interval = float(interval)
         self._next = 0.0
+        import psutil  # here, not at import: a worker imports asafe but never samples
+
+        self._psutil = psutil
         self._cpus = psutil.cpu_count() or 1
         self._self = psutil.Process()
         self._watchers: list[Callable[[], Iterable[int]]] = []
-        self._processes: dict[int, psutil.Process] = {}
+        self._processes: dict[int, Any] = {}
         self._children: list[int] = []
         self._children_at = -CHILDREN_REFRESH
         psutil.cpu_percent(interval=None)  # primes the counter: the first call returns 0
         self._own_cores()  # primes the per-process counters likewise
-        self._last = {"cpu": 0.0, "memory": psutil.virtual_memory().percent / 100.0, "external_cpu": 0.0}
+        self._last = {"cpu": 0.0, "memory": self._psutil.virtual_memory().percent / 100.0, "external_cpu": 0.0}
 
     def watch(self, pids: Callable[[], Iterable[int]]) -> Callable[[], None]:
         """Count the processes ``pids()`` names as the run's own; returns a function that stops it.
@@ -107,10 +109,10 @@ class SystemSignals:
         now = time.monotonic()
         if now >= self._next:
             self._next = now + self.interval
-            host = psutil.cpu_percent(interval=None) / 100.0
+            host = self._psutil.cpu_percent(interval=None) / 100.0
             self._last = {
                 "cpu": host,
-                "memory": psutil.virtual_memory().percent / 100.0,
+                "memory": self._psutil.virtual_memory().percent / 100.0,
                 "external_cpu": external_load(host, self._own_cores(), self._cpus),
             }
         return self._last
@@ -122,7 +124,7 @@ class SystemSignals:
             self._children_at = now
             try:
                 self._children = [p.pid for p in self._self.children(recursive=True)]
-            except psutil.Error:
+            except self._psutil.Error:
                 self._children = []
         pids = {os.getpid(), *self._children}
         for watcher in list(self._watchers):
@@ -141,10 +143,10 @@ class SystemSignals:
             process = self._processes.get(pid)
             try:
                 if process is None:
-                    process = self._processes[pid] = psutil.Process(pid)
+                    process = self._processes[pid] = self._psutil.Process(pid)
                     process.cpu_percent(interval=None)  # primes it: counts from the next sample
                     continue
                 cores += process.cpu_percent(interval=None) / 100.0
-            except psutil.Error:  # gone, or not ours to read
+            except self._psutil.Error:  # gone, or not ours to read
                 self._processes.pop(pid, None)
         return cores

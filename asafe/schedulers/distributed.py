@@ -94,6 +94,7 @@ def install(
     from . import wire
 
     wire.enable()  # refuses bad asafe.wire settings; this client decompresses what it gathers
+    wire.advertise(client)
     _check_wire_states(runtime)
     _check_cluster(client, seconds)
     token = _TOKENS.get(runtime)
@@ -127,6 +128,7 @@ def attach(client: Any) -> "RuntimeHandle":
     from . import wire
 
     wire.enable()  # this client decompresses what it gathers
+    wire.advertise(client)
     token = client.run_on_scheduler(_installed_token)
     if token is None:
         raise RuntimeError(

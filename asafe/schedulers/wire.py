@@ -32,14 +32,17 @@ compression falls short of ``min-ratio`` is sent as it is and makes its kind
 sample again.
 
 Who may receive compressed frames. Only a process that calls :func:`enable`
-knows the codec: the worker plugin enables it on every worker, and
-:func:`asafe.install` / :func:`asafe.attach` in the client. Such a process says
-so in the handshake of every connection it makes or accepts (the key
-:data:`HANDSHAKE_KEY` in distributed's ``Comm.handshake_info``); a worker
-compresses a message only when the connection's other end said it. A client
-that never imported asafe therefore receives what plain Dask sends, and reads
-every result (the scheduler does not advertise: what it relays to clients stays
-as the workers sent it, uncompressed).
+knows the codec, and only a server that :func:`advertise` marks says so: the
+worker plugin marks its worker, :func:`asafe.install` and :func:`asafe.attach`
+their client. A marked server adds :data:`HANDSHAKE_KEY` to the handshake of
+every connection it makes (``connection_args["handshake_overrides"]``) or
+accepts (its listeners); a worker compresses a message only when the
+connection's other end said it. A client that never imported asafe therefore
+receives what plain Dask sends, and reads every result. The scheduler is never
+marked, also where it shares a process with a client or workers: it relays data
+to clients without deserializing it, so what reaches it must stay as plain Dask
+sends it. Connections a server opened before it was marked are closed when
+idle, so that its next ones carry the mark.
 
 Why here and not in distributed's ``distributed.comm.compression`` setting:
 the setting is negotiated once per comm (comms are pooled and long-lived, so a
@@ -77,7 +80,7 @@ from . import board, sizes
 
 __all__ = [
     "NAME", "CODEC", "CODEC_STATES", "FILTERS", "HANDSHAKE_KEY", "SIZES_KEY", "WireDecompressionError",
-    "enable", "disable", "enabled", "check_settings", "check_states", "stats", "reset_stats", "take_received",
+    "enable", "disable", "enabled", "advertise", "check_settings", "check_states", "stats", "reset_stats", "take_received",
     "compress_frame", "decompress_frame",
 ]
 
@@ -102,10 +105,9 @@ _SETTINGS = ("level", "filters", "min-size", "sample-size", "min-ratio", "resamp
 
 _lock = threading.Lock()
 _enabled = False
-_advertising = False
 _originals: dict[str, tuple] = {}
-_original_handshake: Any = None
 _settings: dict[str, Any] = {}
+_blosc2: dict[str, Any] = {}  # see _library
 _counters: dict[str, float] = {}
 _choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filter id, frames left before a sample]
 #: A codec must send a sample this much sooner than sending it as it is (a link speed state).
@@ -184,39 +186,28 @@ def check_states(states: Any) -> None:
         )
 
 
-def enable(advertise: bool = True) -> None:
+def enable() -> None:
     """Register the codec and wrap the ``dask`` and ``pickle`` families (idempotent).
 
     Reads ``asafe.wire`` (:func:`check_settings`) each time it is called.
-    ``advertise``: say in this process's connection handshakes that it decodes
-    the codec, so that workers send it compressed frames (a worker or a client;
-    not the scheduler, which relays data to clients that may not decode).
+    Nothing is compressed for a peer until a server of this process is marked
+    with :func:`advertise` and the peer's is too.
     """
-    global _enabled, _advertising, _original_handshake, _meter
+    global _enabled, _meter
     import importlib
 
-    import blosc2
-    from distributed.comm.core import Comm
     from distributed.metrics import context_meter
 
     # the modules, not the functions that distributed.protocol exports under the same names
     compression = importlib.import_module("distributed.protocol.compression")
     serialize = importlib.import_module("distributed.protocol.serialize")
-    settings = check_settings()
-    settings["blosc2"] = blosc2
-    settings["codecs"] = {name: getattr(blosc2.Codec, name.upper()) for name in CODEC_STATES}
-    settings["filter_ids"] = {"none": blosc2.Filter.NOFILTER, "shuffle": blosc2.Filter.SHUFFLE,
-                              "bitshuffle": blosc2.Filter.BITSHUFFLE}
+    settings = check_settings()  # blosc2 itself is imported on the first frame (0.2-0.7 s of a worker's start)
     with _lock:
         _settings.clear()
         _settings.update(settings)
         _choices.clear()
         _meter = context_meter
         compression.compressions[CODEC] = compression.Compression(CODEC, compress_frame, decompress_frame)
-        if advertise and not _advertising:
-            _original_handshake = Comm.handshake_info
-            Comm.handshake_info = _advertised(_original_handshake)
-            _advertising = True
         if _enabled:
             return
         if not _counters:
@@ -230,20 +221,15 @@ def enable(advertise: bool = True) -> None:
 
 
 def disable() -> None:
-    """Put distributed's families and handshake back (the codec stays registered for late frames)."""
-    global _enabled, _advertising
+    """Put distributed's families back (the codec stays registered for late frames)."""
+    global _enabled
     import importlib
-
-    from distributed.comm.core import Comm
 
     serialize = importlib.import_module("distributed.protocol.serialize")
     with _lock:
         for family, original in _originals.items():
             serialize.families[family] = original
         _originals.clear()
-        if _advertising:
-            Comm.handshake_info = _original_handshake
-            _advertising = False
         _enabled = False
 
 
@@ -252,14 +238,30 @@ def enabled() -> bool:
     return _enabled
 
 
-def _advertised(handshake_info: Any) -> Any:
-    def asafe_handshake_info(self: Any) -> dict:
-        info = handshake_info(self)
-        info[HANDSHAKE_KEY] = 1
-        return info
+def advertise(server: Any) -> None:
+    """Mark a worker or a client: its connections' handshakes say that it decodes :data:`CODEC` (idempotent).
 
-    asafe_handshake_info.__wrapped__ = handshake_info  # type: ignore[attr-defined]
-    return asafe_handshake_info
+    The connections it makes carry the mark through its
+    ``connection_args["handshake_overrides"]`` (the dict its connection pool
+    holds), those it accepts through its listeners; its idle pooled
+    connections, made before the mark, are closed so that the next ones carry
+    it. Never call it on a scheduler (see the module docstring).
+    """
+    args = getattr(server, "connection_args", None)
+    if not isinstance(args, dict) or (args.get("handshake_overrides") or {}).get(HANDSHAKE_KEY):
+        return
+    args["handshake_overrides"] = {**(args.get("handshake_overrides") or {}), HANDSHAKE_KEY: 1}
+    for listener in getattr(server, "listeners", ()):
+        original = listener.on_connection
+
+        async def on_connection(comm: Any, handshake_overrides: dict | None = None, _original: Any = original) -> Any:
+            return await _original(comm, {**(handshake_overrides or {}), HANDSHAKE_KEY: 1})
+
+        listener.on_connection = on_connection
+    pool = getattr(server, "rpc", None)
+    loop = getattr(server, "loop", None)
+    if callable(getattr(pool, "collect", None)) and loop is not None:
+        loop.add_callback(pool.collect)  # on the server's loop, where it closes its comms
 
 
 def _wrap_dumps(dumps: Any, wants_context: bool, family: str) -> Any:
@@ -294,7 +296,7 @@ def _wrap_loads(loads: Any) -> Any:
 
 def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any) -> None:
     settings = _settings
-    if not (state is True or isinstance(state, int) or state in settings["codecs"]):
+    if not (state is True or isinstance(state, int) or state in CODEC_STATES):
         return  # a state that is no codec: refused at install, ignored here
     min_size = settings["min_size"]
     compressions = header.get("compression")
@@ -371,18 +373,19 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     sample = frame[: settings["sample_size"]]
     n = sample.nbytes
     link = state * 1e6 if isinstance(state, int) and not isinstance(state, bool) and state > 0 else None
+    library = _library()
     if link is None:  # a codec named: the filter that shrinks the sample most
-        codecs = [settings["codecs"][CODEC_STATES[0] if state is True else state]]
+        codecs = [library["codecs"][CODEC_STATES[0] if state is True else state]]
         best, best_cost = (None, None), n / settings["min_ratio"]
     else:  # a link speed: the candidate that sends the sample soonest, by a margin over sending it as it is
-        codecs = list(settings["codecs"].values())
+        codecs = list(library["codecs"].values())
         best, best_cost = (None, None), (n / link) * (1 - _MIN_GAIN)
-    blosc2 = settings["blosc2"]
+    blosc2 = library["blosc2"]
     perf_counter = time.perf_counter
     with _meter.meter("asafe-sample"):
         for codec_id in codecs:
             for name in settings["filters"]:
-                filter_id = settings["filter_ids"][name]
+                filter_id = library["filters"][name]
                 began = perf_counter()
                 compressed = compress_frame(sample, typesize, codec_id, filter_id)
                 compressing = perf_counter() - began
@@ -406,12 +409,27 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
 def compress_frame(data: Any, typesize: int = 8, codec: Any = None, filter: Any = None) -> bytes:
     """Compress one buffer with blosc2 (default: the first codec of :data:`CODEC_STATES`, byte shuffle)."""
     settings = _settings
-    blosc2 = settings["blosc2"]
+    library = _library()
+    blosc2 = library["blosc2"]
     return blosc2.compress2(
         data, typesize=typesize, clevel=settings["level"],
-        codec=settings["codecs"][CODEC_STATES[0]] if codec is None else codec,
+        codec=library["codecs"][CODEC_STATES[0]] if codec is None else codec,
         filters=[blosc2.Filter.SHUFFLE if filter is None else filter], nthreads=settings["threads"],
     )
+
+
+def _library() -> dict[str, Any]:
+    """blosc2, its codecs of :data:`CODEC_STATES` and the filters of :data:`FILTERS` (imported on first use)."""
+    if not _blosc2:
+        import blosc2
+
+        _blosc2.update(
+            blosc2=blosc2,
+            codecs={name: getattr(blosc2.Codec, name.upper()) for name in CODEC_STATES},
+            filters={"none": blosc2.Filter.NOFILTER, "shuffle": blosc2.Filter.SHUFFLE,
+                     "bitshuffle": blosc2.Filter.BITSHUFFLE},
+        )
+    return _blosc2
 
 
 def decompress_frame(data: Any) -> bytearray:

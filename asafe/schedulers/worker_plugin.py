@@ -95,6 +95,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
 
         self.worker = worker
         wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
+        wire.advertise(worker)  # peers send this worker compressed frames
         worker.stream_handlers[STATES_OP] = self.receive
         worker.handlers["asafe_probe"] = self.probe
         worker.handlers["asafe_probe_payload"] = _probe_payload

@@ -101,6 +101,7 @@ def test_p2p_shards_are_compressed_for_a_peer_that_decodes(client, installed):
                                signals=False)
     with installed(client, rt):
         client.run(wire.reset_stats)
+        wire.reset_stats()
         x = client.persist(da.random.RandomState(2).random_sample((1024, 1024), chunks=(1024, 128)).map_blocks(smooth))
         reference = x.compute()
         with dask.config.set({"array.rechunk.method": "p2p"}):
