@@ -115,7 +115,7 @@ def test_small_suite_outcomes_off_and_on(tmp_path, monkeypatch):
     assert differences["test_scheduler_runs_asafe"]["on_runs"] == ["passed", "passed"]
     flaky = differences["test_fails_on_second_call"]
     assert (flaky["off_runs"], flaky["on_runs"], flaky["verdict"]) == (["passed", "passed"], ["failed", "passed"], "flaky")
-    assert report["summary"] == {"tests": 9, "same": 6, "differs": 2, "flaky": 1, "reported_off": 9}
+    assert report["summary"] == {"tests": 9, "same": 6, "differs": 2, "flaky": 1, "explained": 0, "reported_off": 9}
     assert code == 1
     # the census preload saw the gen_cluster test's scheduler and worker, both with asafe's plugin
     servers = report["groups"][0]["servers"]

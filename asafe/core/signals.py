@@ -28,6 +28,9 @@ from typing import Any
 
 __all__ = ["SystemSignals", "external_load"]
 
+#: psutil, imported by the first SystemSignals (a worker process imports asafe but never samples).
+psutil: Any = None
+
 #: Seconds between two scans for this process's children (a scan of /proc costs milliseconds).
 CHILDREN_REFRESH = 10.0
 
@@ -78,8 +81,11 @@ class SystemSignals:
     def __init__(self, interval: float = 0.5) -> None:
         self.interval = float(interval)
         self._next = 0.0
-        import psutil  # here, not at import: a worker imports asafe but never samples
+        global psutil
+        if psutil is None:
+            import psutil as _psutil
 
+            psutil = _psutil
         self._psutil = psutil
         self._cpus = psutil.cpu_count() or 1
         self._self = psutil.Process()
