@@ -67,7 +67,7 @@ def _find_checkout_compression() -> None:
 
 _find_checkout_compression()
 
-from .core import config  # noqa: E402  (registers the dask.config defaults first)
+from .core import config  # noqa: E402, F401  (registers the dask.config defaults first)
 from .core.domains import AllOf, AnyOf, AtLeast, Bands, EfficiencyDomain, Fixed, Gated, Hysteresis
 from .core.mode import ModeVector
 from .core.reuse import reuse

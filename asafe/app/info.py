@@ -151,7 +151,7 @@ def scheduler_report(dask_scheduler: Any = None) -> dict[str, Any]:
     out["states"] = rt.states
     out["explain"] = {name: dict(rt.explain(name)) for name in rt.optimizations}
     out["transitions"] = rt.transition_counts
-    out["workers"] = {"connected": len(dask_scheduler.workers), "holding_states": len(plugin._ready)}
+    out["workers"] = {"connected": len(dask_scheduler.workers), "holding_states": len(plugin.receivers)}
     out["saved"] = savings(dask_scheduler, plugin)
     out["errors"] = {"plugin_hooks": dict(plugin.error_counts), "domains": len(rt.errors),
                      "rejected_events": dict(rt.tracker.rejected), "fallbacks": dict(plugin.fallbacks)}

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["SystemSignals", "external_load"]
+__all__ = ["SystemSignals", "external_load", "local_host_names"]
 
 #: psutil, imported by the first SystemSignals (a worker process imports asafe but never samples).
 psutil: Any = None
@@ -156,3 +156,18 @@ class SystemSignals:
             except self._psutil.Error:  # gone, or not ours to read
                 self._processes.pop(pid, None)
         return cores
+
+
+def local_host_names() -> frozenset:
+    """Names and addresses of this host, as a Dask worker's ``host`` may read (to tell the run's own processes)."""
+    import socket
+
+    import psutil
+
+    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
+    try:
+        for addresses in psutil.net_if_addrs().values():
+            names.update(a.address for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6))
+    except Exception:  # pragma: no cover - psutil without access to the interfaces
+        pass
+    return frozenset(names)

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LinkEstimate"]
+__all__ = ["LinkEstimate", "probe", "configured_bandwidth"]
 
 
 class LinkEstimate:
@@ -130,3 +130,37 @@ class LinkEstimate:
 
     def __repr__(self) -> str:
         return f"<LinkEstimate {self():.3g} B/s measured={self.measured}>"
+
+
+async def probe(scheduler: Any, nbytes: int, timeout: float) -> dict[str, Any]:
+    """Measure the link once: one worker fetches ``nbytes`` of random bytes from another (the faster of two).
+
+    Random bytes, so that no compression shortens them; the faster of two
+    fetches, so that a connection's set-up is left out. Workers on different
+    hosts are preferred (the link between hosts is the one that matters). The
+    worker plugin serves the handlers (``asafe_probe``, ``asafe_probe_payload``).
+    Returns ``{"from", "to", "bytes", "seconds"}``; raises where it cannot.
+    """
+    import asyncio
+
+    workers = list(scheduler.workers.values())
+    if len(workers) < 2:
+        raise ValueError("a link probe needs two workers")
+    first = workers[0]
+    second = next((ws for ws in workers[1:] if ws.host != first.host), workers[1])
+    seconds = await asyncio.wait_for(scheduler.rpc(first.address).asafe_probe(peer=second.address, nbytes=nbytes),
+                                     timeout=timeout)
+    if not seconds or not seconds > 0:
+        raise ValueError(f"the probe took {seconds!r} seconds")
+    return {"from": second.address, "to": first.address, "bytes": nbytes, "seconds": float(seconds)}
+
+
+def configured_bandwidth() -> float | None:
+    """``distributed.scheduler.bandwidth`` in bytes per second (the scheduler's estimate before any report)."""
+    import dask.config
+    from dask.utils import parse_bytes
+
+    try:
+        return float(parse_bytes(dask.config.get("distributed.scheduler.bandwidth")))
+    except Exception:
+        return None

@@ -1,8 +1,8 @@
-"""What a user watches on a scheduler: one registration, and the data the views share.
+"""What a user watches on a scheduler: the data the views share, and their failures.
 
-:func:`register` is the one call the scheduler plugin makes when it starts
-(``asafe.install`` and ``--preload asafe.preload`` alike). It adds, each where
-its library is installed, as Dask adds its own:
+:func:`asafe.schedulers.views.register` is the one call the scheduler plugin
+makes when it starts (``asafe.install`` and ``--preload asafe.preload`` alike).
+It adds, each where its library is installed, as Dask adds its own:
 
 * the dashboard page ``/individual-asafe`` on the scheduler's Bokeh server
   (:mod:`asafe.schedulers.dashboard`), listed in ``/individual-plots.json``
@@ -33,7 +33,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..core.explain import explain_domain
 from .protocol import NAME
 
-__all__ = ["register", "installed", "savings", "thresholds", "Failures", "FAILURES", "WireCounters",
+__all__ = ["installed", "plugin_info", "savings", "thresholds", "Failures", "FAILURES", "WireCounters",
            "WIRE_COUNTERS"]
 
 logger = logging.getLogger("asafe")
@@ -77,31 +77,15 @@ FAILURES = Failures()
 
 
 def installed(scheduler: Any) -> Any:
-    """The running :class:`~asafe.schedulers.scheduler_plugin.AdaptiveSchedulerPlugin` of ``scheduler``, or None."""
-    from .scheduler_plugin import AdaptiveSchedulerPlugin
+    """The running :class:`~asafe.schedulers.scheduler_plugin.AdaptiveSchedulerPlugin` of ``scheduler``, or None.
 
+    Known by its name and what it holds (a ``runtime``, attached), so that this
+    module, which the scheduler plugin's views import, does not import the plugin.
+    """
     plugin = getattr(scheduler, "plugins", {}).get(NAME)
-    if isinstance(plugin, AdaptiveSchedulerPlugin) and getattr(plugin, "_attached", False):
+    if getattr(plugin, "_attached", False) and hasattr(plugin, "runtime"):
         return plugin
     return None
-
-
-async def register(scheduler: Any) -> None:
-    """Add the dashboard page, the Prometheus collector and the workers' codec counters (never raises)."""
-    with FAILURES.guard("dashboard"):
-        from . import dashboard
-
-        dashboard.add_page(scheduler)
-    with FAILURES.guard("metrics"):
-        from . import metrics
-
-        metrics.register(scheduler)
-    with FAILURES.guard("wire-counters"):
-        if WIRE_COUNTERS not in getattr(scheduler, "worker_plugins", {WIRE_COUNTERS: None}):
-            from distributed.protocol.pickle import dumps
-
-            await scheduler.register_worker_plugin(comm=None, plugin=dumps(WireCounters()), name=WIRE_COUNTERS,
-                                                   idempotent=True)
 
 
 class WireCounters(WorkerPlugin):
@@ -212,3 +196,64 @@ def thresholds(runtime: Any) -> list[tuple[str, str, str, float]]:
                             found.append((metric, name, label, float(item)))
             stack.extend(part.get("parts") or ())
     return found
+
+
+def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
+    """What a :class:`~asafe.schedulers.distributed.RuntimeHandle` reads of a scheduler plugin, as plain data.
+
+    ``what`` names the parts: ``states``, ``mode`` (the default two),
+    ``history``, ``timeline``, ``errors``, ``explain``, ``tracker``,
+    ``fallbacks``, ``plugin``.
+    """
+    what = set(what or ("states", "mode"))
+    rt = plugin.runtime
+    out: dict[str, Any] = {"token": plugin.token}
+    if "states" in what:
+        out["states"] = rt.states
+    if "mode" in what:
+        out["mode"] = _mode_data(rt.mode)
+    if "history" in what:
+        out["history"] = [[t.time, t.optimization, t.old, t.new, *_mode_data(t.mode)] for t in rt.history]
+    if "timeline" in what:
+        out["timeline"] = [[when, *_mode_data(mode)] for when, mode in rt.timeline]
+    if "errors" in what:
+        out["errors"] = [list(e) for e in rt.errors]
+    if "explain" in what:
+        out["explain"] = {name: dict(rt.explain(name)) for name in rt.optimizations}
+    if "tracker" in what:
+        tracker = rt.tracker
+        out["tracker"] = {
+            "finished": tracker.finished,
+            "scheduled": tracker.scheduled_work(),
+            "measured": tracker.measured_work(),
+            "tasks": plugin.scheduled_count()[0],
+            "next_wave": plugin.scheduled_count()[1],
+            "rejected": dict(tracker.rejected),
+        }
+    if "fallbacks" in what:
+        out["fallbacks"] = dict(plugin.fallbacks)
+    if "plugin" in what:
+        out["plugin"] = {
+            "workers": sorted(plugin.receivers),
+            "version": plugin.version,
+            "bandwidth": plugin.link.measured,
+            "transfer_correction": plugin.transfer_correction,
+            "expected_transfers": plugin.expected_transfers,
+            "transfers": dict(plugin.transfer_stats),
+            "forecast": {"planned_seconds": plugin.forecast.planned, "outputs": len(plugin.forecast),
+                         "output_bytes": dict(plugin.forecast.output_bytes),
+                         "shipped": dict(plugin.forecast.shipped)},
+            "errors": [list(e) for e in plugin.plugin_errors],
+            "fallbacks": dict(plugin.fallbacks),
+            "repairs": plugin.repairs,
+            "reuse": {"value": plugin.reuse.value, "scheduled": plugin.reuse.scheduled,
+                      "ignored_annotations": plugin.ignored_annotations},
+            "p2p": {"planned_bytes": plugin.p2p.planned_bytes, "measured_bytes": plugin.p2p.measured_bytes,
+                    "pending": plugin.p2p.pending},
+            "probes": list(plugin.probes),
+        }
+    return out
+
+
+def _mode_data(mode: Any) -> list:
+    return [mode.shares, mode.signals]

@@ -34,6 +34,7 @@ __all__ = [
     "plugin_settings",
     "count_fallback",
     "last_items",
+    "logical_size",
 ]
 
 logger = logging.getLogger("asafe")
@@ -184,3 +185,9 @@ def last_items(items: Any, n: int) -> list:
             break
     return out
 
+
+def logical_size(ts: Any) -> float:
+    """Logical (uncompressed-equivalent) bytes of a task output in memory: its reported sizes, else its ``nbytes``."""
+    metadata = ts.metadata
+    sizes = metadata.get(METADATA_KEY) if metadata else None
+    return float(sizes[0]) if sizes else float(max(ts.nbytes, 0))

@@ -29,11 +29,12 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from .bandwidth import LinkEstimate
+from .bandwidth import LinkEstimate, configured_bandwidth, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
+from ..core.signals import local_host_names
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
-                       STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, plugin_settings,
+                       STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, logical_size, plugin_settings,
                        uncompressed_seconds)
 
 if TYPE_CHECKING:
@@ -161,9 +162,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth,
-                                 configured=_configured_bandwidth())
-        self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=_logical_size)
-        self.p2p = P2PTraffic(self.tracker, self.link, self._worker_count, size=_logical_size,
+                                 configured=configured_bandwidth())
+        self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=logical_size)
+        self.p2p = P2PTraffic(self.tracker, self.link, self._worker_count, size=logical_size,
                               learned=lambda prefix: self.forecast.output_bytes.get(prefix, 0.0),
                               metrics=lambda: getattr(self.scheduler, "cumulative_worker_metrics", None))
         self._ticker: Any = None  # reads the P2P counter while a barrier is pending (no events then)
@@ -206,7 +207,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.scheduler = scheduler
         memory = prefix_memory(scheduler)
         self.link.memory = memory  # the link an earlier installation measured
-        self._local_hosts = _local_hosts()
+        self._local_hosts = local_host_names()
         self.forecast.share(memory)  # what earlier installations learned per prefix
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
@@ -231,7 +232,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._ticker = PeriodicCallback(self._tick, _TICK_MS)
         self._ticker.start()
         logger.info("asafe: scheduler plugin installed (%s)", self.runtime)
-        from .observe import register  # the dashboard page, /metrics, the workers' codec counters; never raises
+        from .views import register  # the dashboard page, /metrics, the workers' codec counters; never raises
 
         await register(scheduler)
         if self.register_worker_plugin:
@@ -380,30 +381,18 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._hook_failed("tick")
 
     def _probe_soon(self) -> None:
+        # Once per installation at most _MAX_PROBES times; the link is measured as
+        # a transfer would be (asafe.schedulers.bandwidth.probe)
         if self._probing is not None or len(self.probes) >= _MAX_PROBES or len(self.scheduler.workers) < 2:
             return
         self._probing = asyncio.ensure_future(self._probe_link())
 
     async def _probe_link(self) -> None:
-        """Measure the link once: one worker fetches ``_PROBE_BYTES`` of random bytes from another.
-
-        Random bytes, so that no compression shortens them; the faster of two
-        fetches, so that a connection's set-up is left out. Workers on
-        different hosts are preferred (the link between hosts is the one that
-        matters). The result updates the link estimate like a measured
-        transfer, and is remembered on this scheduler for later installations.
-        """
         try:
-            workers = list(self.scheduler.workers.values())
-            first = workers[0]
-            second = next((ws for ws in workers[1:] if ws.host != first.host), workers[1])
-            seconds = await asyncio.wait_for(
-                self.scheduler.rpc(first.address).asafe_probe(peer=second.address, nbytes=_PROBE_BYTES),
-                timeout=_PROBE_TIMEOUT)
-            self.probes.append({"from": second.address, "to": first.address, "bytes": _PROBE_BYTES,
-                                "seconds": seconds})
-            if self._attached and seconds and seconds > 0:
-                self.link.observe(_PROBE_BYTES, float(seconds))
+            record = await probe(self.scheduler, _PROBE_BYTES, _PROBE_TIMEOUT)
+            self.probes.append(record)
+            if self._attached:
+                self.link.observe(record["bytes"], record["seconds"])
                 self.runtime.evaluate()
         except Exception as exc:  # a worker without the handler, a timeout: the link stays unknown
             self.probes.append({"error": f"{type(exc).__name__}: {exc}"})
@@ -423,7 +412,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self.reuse.clear_scheduled()
             self.repairs += 1
 
-    def _type_of(self, ts: Any, ready: bool = True) -> Scheduled:
+    def _type_of(self, ts: "TaskState", ready: bool = True) -> Scheduled:
         annotations = ts.annotations
         annotated = annotations.get(ANNOTATION) if annotations else None
         return Scheduled(resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name,
@@ -454,7 +443,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._became_ready(ts)
         return entry
 
-    def _became_ready(self, ts: Any) -> None:
+    def _became_ready(self, ts: "TaskState") -> None:
         # Its output's planned transfers count from now, and its dependents may
         # now be the next wave. Without the wave, a phase whose first step waits
         # on one task (a vector every panel reads) showed that task's compute
@@ -466,7 +455,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             for dts in ts.dependents:
                 self._join_wave(dts)
 
-    def _join_wave(self, ts: Any) -> None:
+    def _join_wave(self, ts: "TaskState") -> None:
         """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory."""
         if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
             return
@@ -533,7 +522,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if rest > 0:
                 self.tracker.observe(COMMUNICATION, rest)
 
-    def _transfer_seconds(self, ts: Any, transfers: list) -> tuple[float, float]:
+    def _transfer_seconds(self, ts: "TaskState", transfers: list) -> tuple[float, float]:
         """This task's share of its measured transfers, and the rest, in corrected seconds.
 
         A worker fetches the dependencies it lacks from one peer in batches and
@@ -666,55 +655,25 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         return {"uninstalled": True, "token": self.token}
 
     def info(self, what: list[str] | None = None) -> dict[str, Any]:
-        """What a :class:`~asafe.schedulers.distributed.RuntimeHandle` reads, as plain data."""
-        what = set(what or ("states", "mode"))
-        rt = self.runtime
-        out: dict[str, Any] = {"token": self.token}
-        if "states" in what:
-            out["states"] = rt.states
-        if "mode" in what:
-            out["mode"] = _mode_data(rt.mode)
-        if "history" in what:
-            out["history"] = [[t.time, t.optimization, t.old, t.new, *_mode_data(t.mode)] for t in rt.history]
-        if "timeline" in what:
-            out["timeline"] = [[when, *_mode_data(mode)] for when, mode in rt.timeline]
-        if "errors" in what:
-            out["errors"] = [list(e) for e in rt.errors]
-        if "explain" in what:
-            out["explain"] = {name: dict(rt.explain(name)) for name in rt.optimizations}
-        if "tracker" in what:
-            tracker = rt.tracker
-            out["tracker"] = {
-                "finished": tracker.finished,
-                "scheduled": tracker.scheduled_work(),
-                "measured": tracker.measured_work(),
-                "tasks": len(self._scheduled),
-                "next_wave": sum(1 for entry in self._scheduled.values() if not entry.ready),
-                "rejected": dict(tracker.rejected),
-            }
-        if "fallbacks" in what:
-            out["fallbacks"] = dict(self.fallbacks)
-        if "plugin" in what:
-            out["plugin"] = {
-                "workers": sorted(self._ready),
-                "version": self._version,
-                "bandwidth": self.link.measured,
-                "transfer_correction": self.transfer_correction,
-                "expected_transfers": self.expected_transfers,
-                "transfers": dict(self.transfer_stats),
-                "forecast": {"planned_seconds": self.forecast.planned, "outputs": len(self.forecast),
-                             "output_bytes": dict(self.forecast.output_bytes),
-                             "shipped": dict(self.forecast.shipped)},
-                "errors": [list(e) for e in self.plugin_errors],
-                "fallbacks": dict(self.fallbacks),
-                "repairs": self.repairs,
-                "reuse": {"value": self.reuse.value, "scheduled": self.reuse.scheduled,
-                          "ignored_annotations": self.ignored_annotations},
-                "p2p": {"planned_bytes": self.p2p.planned_bytes, "measured_bytes": self.p2p.measured_bytes,
-                        "pending": self.p2p.pending},
-                "probes": list(self.probes),
-            }
-        return out
+        """What a :class:`~asafe.schedulers.distributed.RuntimeHandle` reads, as plain data (see
+        :func:`asafe.schedulers.observe.plugin_info`)."""
+        from .observe import plugin_info
+
+        return plugin_info(self, what)
+
+    @property
+    def receivers(self) -> frozenset:
+        """The workers that said hello: the state pushes go to them."""
+        return frozenset(self._ready)
+
+    @property
+    def version(self) -> int:
+        """The version of the last state push (0 before the first)."""
+        return self._version
+
+    def scheduled_count(self) -> tuple[int, int]:
+        """Tasks counted as scheduled, and how many of them are in the next wave (O(scheduled tasks))."""
+        return len(self._scheduled), sum(1 for entry in self._scheduled.values() if not entry.ready)
 
     # failures -----------------------------------------------------------------------
     def _hook_failed(self, hook: str) -> None:
@@ -731,42 +690,3 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     def __repr__(self) -> str:
         return f"<AdaptiveSchedulerPlugin {self.token[:8]} {self.runtime!r}>"
-
-
-
-
-def _local_hosts() -> frozenset:
-    """Names and addresses of this host, as a worker's ``host`` may read."""
-    import socket
-
-    import psutil
-
-    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
-    try:
-        for addresses in psutil.net_if_addrs().values():
-            names.update(a.address for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6))
-    except Exception:  # pragma: no cover - psutil without access to the interfaces
-        pass
-    return frozenset(names)
-
-
-def _logical_size(ts: "TaskState") -> float:
-    """Logical (uncompressed-equivalent) bytes of a task output in memory."""
-    metadata = ts.metadata
-    sizes = metadata.get(METADATA_KEY) if metadata else None
-    return float(sizes[0]) if sizes else float(max(ts.nbytes, 0))
-
-
-def _configured_bandwidth() -> float | None:
-    """``distributed.scheduler.bandwidth`` in bytes per second (the scheduler's estimate before any report)."""
-    import dask.config
-    from dask.utils import parse_bytes
-
-    try:
-        return float(parse_bytes(dask.config.get("distributed.scheduler.bandwidth")))
-    except Exception:
-        return None
-
-
-def _mode_data(mode: Any) -> list:
-    return [mode.shares, mode.signals]

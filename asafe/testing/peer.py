@@ -246,8 +246,6 @@ class PeerPlugin:
 
     # -- cluster mode ------------------------------------------------------
     def _start_cluster_mode(self) -> None:
-        import dask
-
         if self._census:
             from .census import ENV
 
