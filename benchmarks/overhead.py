@@ -198,7 +198,7 @@ def warn_without_compiled_hooks(results: Results) -> None:
     import asafe
     from asafe.schedulers import local
 
-    if local._hotpath is None:
+    if not local.compiled_hooks_built():
         results.warn(f"asafe imported from {Path(asafe.__file__).parent} has no compiled hooks (asafe.schedulers._hotpath "
                      "is not built there): 'adaptive' measures the pure-Python hooks; build them in place with "
                      "pip install -e .", kind="HOOKS")

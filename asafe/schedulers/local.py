@@ -72,7 +72,7 @@ from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, resolve_type, type_of_callable
 from . import board
 
-__all__ = ["adaptive"]
+__all__ = ["adaptive", "compiled_hooks_built"]
 
 logger = logging.getLogger("asafe")
 _run = threading.local()  # per calling thread: the annotations and declared reuse of the pending compute
@@ -328,6 +328,11 @@ class _TrackingCallback(Callback):
         except TypeError:  # an unhashable callable
             pass
         return tally
+
+
+def compiled_hooks_built() -> bool:
+    """Whether the compiled hooks (``asafe.schedulers._hotpath``) were built for this install."""
+    return _hotpath is not None
 
 
 def _compiled_hooks_configured() -> bool:

@@ -109,9 +109,7 @@ def wire_counters(worker: Any = None) -> dict[str, float]:
     """
     from . import wire
 
-    # wire's counters, not wire.stats(): that also asks is_on("wire-compression"), which warns where the
-    # installed runtime has no such optimization
-    stats = dict(wire._counters)
+    stats = wire.stats()
     return {
         "saved_bytes": int(stats.get("decompressed_logical_bytes", 0) - stats.get("decompressed_wire_bytes", 0)),
         "compressed_frames": int(stats.get("compressed_frames", 0)),
