@@ -43,12 +43,16 @@ install_requires = [
 ]
 
 extras_require = {
-    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41"],
+    # pandas and pyarrow: dask.dataframe, which the workloads suite's test runs (tests/test_bench_workloads.py)
+    "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", "pandas>=2.0",
+             "pyarrow>=16.0"],
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6"],
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
     # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse
-    # (darray: dask.array of sparse.COO chunks)
-    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15"],
+    # (darray: dask.array of sparse.COO chunks); pandas and pyarrow for dask.dataframe (the workloads suite's
+    # shuffle, groupby and merge; the versions dask[dataframe] asks for)
+    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15",
+              "pandas>=2.0", "pyarrow>=16.0"],
 }
 
 setup(
