@@ -5,8 +5,8 @@ against asafe on workloads the project did not design for it (issue 29, item 4),
 each of which moves data between worker processes -- where wire compression
 can help or hurt.
 
-Workloads (``--workloads``; sizes at the default ``--mib 128``, one input array of
-128 MiB of float64, ``--quick`` 16 MiB)
+Workloads (``--workloads``; ``--mib`` sets the size of one input array of float64:
+96 MiB by default, 16 MiB with ``--quick``; frames are a quarter of it)
     ``rechunk-tasks``, ``rechunk-p2p``
         A (R, 2R) array in row chunks rechunked to column chunks, by tasks and
         by P2P (``rechunk(method=...)``, what ``array.rechunk.method`` selects).
@@ -40,7 +40,7 @@ Workloads (``--workloads``; sizes at the default ``--mib 128``, one input array 
         33 steps by ``map_overlap``; the anomaly of climate data).
     ``shuffle``
         ``df.shuffle("id", shuffle_method="p2p")`` of a frame of an id and two
-        value columns.
+        value columns (24 MiB and 1M rows at the default size, 16 partitions).
     ``groupby``
         ``df.groupby("id").agg({"x": "sum", "y": "mean"}, split_out=P)`` with
         about four rows per id: the partial aggregates are shuffled (Dask's
@@ -157,15 +157,23 @@ Output
     summary.
 
 Sizes, rounds and wall time (this project's 2-core machine)
-    The default (``--mib 128``, 6 rounds, 4 variants with two codecs: 13
-    workloads x 4 kinds x 4 variants x 7 runs, 1,456 runs) moves about 70-140 MB
-    between the workers per run of the data-moving workloads: about 0.6-1.2 s of
-    link time behind 1 Gbit/s, on top of about 0.5-2 s of compute. Estimated from
-    a ``--quick`` run on the loopback (16 MiB), scaled by 8 in the data and by
-    the link time: about 30 minutes on the loopback and 10 Gbit/s, about
-    40 minutes behind 1 Gbit/s, cluster starts included (the machine's load
-    adds to both). ``--quick`` (16 MiB, 3 rounds: no exact interval) takes about
-    6-7 minutes for all workloads and kinds on the loopback.
+    The default, ``--mib 96`` and 6 rounds (the fewest for an exact 95% interval),
+    is 13 workloads x 4 kinds x 4 variants (two codecs) x 7 runs (a warm-up and 6
+    rounds), 1,456 runs per link. The array workloads that move data send 30-100 MB
+    between the workers per run (0.25-0.8 s of link time behind 1 Gbit/s). The
+    frames are a quarter of ``--mib`` because Dask's P2P shuffle costs about
+    0.05 CPU seconds per MiB here (pyarrow, disk), ten times what 1 Gbit/s costs
+    per MiB: they are CPU-bound at any size, and at the arrays' size they alone
+    would take about half of the run. Estimated wall time: about 30 minutes on the loopback
+    and at 10 Gbit/s, 35-40 minutes behind 1 Gbit/s, from the CPU seconds that
+    each sample records (``cpu_s``) in ``--quick`` runs (16 MiB) and a one-round
+    64 MiB run of one kind, extrapolated linearly to 96 MiB (about 20 CPU seconds
+    per variant for the 13 workloads), wall = 1.3 x CPU / 2 cores, plus 0.3 s per
+    run of installing, checking and cleaning up, plus the link time. (Wall times
+    measured here are no guide: the machine is shared, load average 6-9 during
+    those runs, where the whole ``--quick`` suite on the loopback took 32 minutes;
+    on a quiet machine it should take about 10.) Each results file records its
+    ``wall_s``.
 
 Run the full suite, one link per invocation (``docs/benchmarking.rst``)::
 
@@ -258,7 +266,7 @@ SEGMENTS = 256
 #: Rounds needed for an exact 95% order-statistic interval of a median.
 EXACT_ROUNDS = 6
 #: Default input size (MiB of one input array) and the ``--quick`` one.
-DEFAULT_MIB, QUICK_MIB = 128, 16
+DEFAULT_MIB, QUICK_MIB = 96, 16
 #: Default rounds and the ``--quick`` ones.
 DEFAULT_ROUNDS, QUICK_ROUNDS = EXACT_ROUNDS, 3
 
@@ -691,10 +699,14 @@ def _prep_matmul(client: Any, spec: Spec, name: str) -> dict:
     return _persist(client, a=a, b=b)
 
 
+#: The frames' size as a share of :attr:`Spec.mib` (see the module's docstring, "Sizes").
+FRAME_SHARE = 0.25
+
+
 def _frame_sizes(spec: Spec) -> tuple[int, int, int]:
-    """``(partitions, rows per partition, ids)``: half of :attr:`Spec.mib` in 24-byte rows, 4 rows per id."""
-    partitions = 16 if spec.mib >= 32 else 8
-    rows = max(64, int(spec.mib * 2**20 / 2 / 24) // partitions)
+    """``(partitions, rows per partition, ids)``: :data:`FRAME_SHARE` of :attr:`Spec.mib` in 24-byte rows, 4 per id."""
+    partitions = 16 if spec.mib * FRAME_SHARE >= 16 else 8
+    rows = max(64, int(spec.mib * FRAME_SHARE * 2**20 / 24) // partitions)
     n_ids = max(8, rows * partitions // 4) // partitions * partitions
     return partitions, rows, n_ids
 
@@ -1504,7 +1516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{', '.join(variants)}; {mib:g} MiB per input, up to {rounds} rounds"
           + (" (--quick: a smoke run)" if args.quick else ""))
     all_results: list[dict[str, Any]] = []
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    module = sys.modules[__name__]  # the workers cannot import benchmarks (not installed): send it by value
+    registered = module.__name__ not in cloudpickle.list_registry_pickle_by_value()
+    if registered:
+        cloudpickle.register_pickle_by_value(module)
     # distributed logs every P2P run's start and end at WARNING from the scheduler (in this process)
     shuffle_log = logging.getLogger("distributed.shuffle")
     shuffle_level = shuffle_log.level
@@ -1547,7 +1562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _write(path, file)
             print(f"results: {path} ({time.perf_counter() - started:.0f} s)")
     finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        if registered:
+            cloudpickle.unregister_pickle_by_value(module)
         shuffle_log.setLevel(shuffle_level)
     print()
     print(table(all_results, variants))
