@@ -159,21 +159,24 @@ Output
 Sizes, rounds and wall time (this project's 2-core machine)
     The default, ``--mib 96`` and 6 rounds (the fewest for an exact 95% interval),
     is 13 workloads x 4 kinds x 4 variants (two codecs) x 7 runs (a warm-up and 6
-    rounds), 1,456 runs per link. The array workloads that move data send 30-100 MB
-    between the workers per run (0.25-0.8 s of link time behind 1 Gbit/s). The
+    rounds), 1,456 runs per link. Per run of plain Dask at that size, the
+    rechunks and the transpose send about 150 MB over the loopback, the matrix
+    product 260 MB, the frames and the futures 40-80 MB, the others less (0.3-2 s
+    behind 1 Gbit/s; about 1 GB, 8.5 s, for one run of each workload). The
     frames are a quarter of ``--mib`` because Dask's P2P shuffle costs about
     0.05 CPU seconds per MiB here (pyarrow, disk), ten times what 1 Gbit/s costs
     per MiB: they are CPU-bound at any size, and at the arrays' size they alone
-    would take about half of the run. Estimated wall time: about 30 minutes on the loopback
-    and at 10 Gbit/s, 35-40 minutes behind 1 Gbit/s, from the CPU seconds that
-    each sample records (``cpu_s``) in ``--quick`` runs (16 MiB) and a one-round
-    64 MiB run of one kind, extrapolated linearly to 96 MiB (about 20 CPU seconds
-    per variant for the 13 workloads), wall = 1.3 x CPU / 2 cores, plus 0.3 s per
-    run of installing, checking and cleaning up, plus the link time. (Wall times
-    measured here are no guide: the machine is shared, load average 6-9 during
-    those runs, where the whole ``--quick`` suite on the loopback took 32 minutes;
-    on a quiet machine it should take about 10.) Each results file records its
-    ``wall_s``.
+    would take about half of the run. Estimated wall time: about 30 minutes on
+    the loopback and at 10 Gbit/s, about 40 minutes behind 1 Gbit/s. The
+    estimate comes from the CPU seconds that every sample records (``cpu_s``)
+    in a ``--quick`` run (16 MiB) and a one-round 64 MiB run of the ``zeros``
+    kind, extrapolated linearly to 96 MiB (about 20 CPU seconds for one run of
+    each of the 13 workloads), as wall = 1.3 x CPU / 2 cores, plus 0.3 s per run
+    of installing, checking and cleaning up, plus the link time where it does
+    not overlap the computing. Wall times measured here are no guide: the
+    machine was shared (load average 6-9), and the whole ``--quick`` suite on
+    the loopback took 32 minutes (about 10 on a quiet machine by the same
+    estimate). Every results file records its ``wall_s``.
 
 Run the full suite, one link per invocation (``docs/benchmarking.rst``)::
 
