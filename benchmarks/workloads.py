@@ -151,9 +151,9 @@ fewer than 6 rounds are never "met")
 
 Output
     ``OUT/workloads/workloads-<link>-<data>.json`` per data kind (every sample,
-    warm-up, wire counters, asafe's transitions, the environment with the load
-    average at start and end, the git commit at start), rewritten after every
-    workload; and a console table per (workload, data kind) with the targets'
+    warm-up, wire counters, CPU seconds, asafe's transitions, the environment and
+    git commit at the start, the load average at the start and the end),
+    rewritten after every workload; and a console table per (workload, data kind) with the targets'
     summary.
 
 Sizes, rounds and wall time (this project's 2-core machine)
@@ -173,10 +173,10 @@ Sizes, rounds and wall time (this project's 2-core machine)
     kind, extrapolated linearly to 96 MiB (about 20 CPU seconds for one run of
     each of the 13 workloads), as wall = 1.3 x CPU / 2 cores, plus 0.3 s per run
     of installing, checking and cleaning up, plus the link time where it does
-    not overlap the computing. Wall times measured here are no guide: the
-    machine was shared (load average 6-9), and the whole ``--quick`` suite on
-    the loopback took 32 minutes (about 10 on a quiet machine by the same
-    estimate). Every results file records its ``wall_s``.
+    not overlap the computing (47 minutes if it never did). Wall times measured
+    here are no guide: the machine was shared; the whole ``--quick`` suite on
+    the loopback took 15 minutes at a load average of 4-5 (about 10 on a quiet
+    machine by the same estimate). Every results file records its ``wall_s``.
 
 Run the full suite, one link per invocation (``docs/benchmarking.rst``)::
 
@@ -1116,6 +1116,7 @@ def run_workload(client: Any, workload: Workload, spec: Spec, variants: Sequence
             handle = _install(client, variant)
         except Exception as exc:
             failed[variant] = f"install raised on {what}: {type(exc).__name__}: {exc}"
+            _uninstall(client, None)  # whatever it left in the serializers
             return None
         record = _run_once(client, workload, spec, inputs, placement, variant, handle)
         if "error" in record:
@@ -1515,10 +1516,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tolerance": f"reduce, matmul, groupby: segment sums within rtol {RTOL:g}, atol {RTOL:g} x largest; "
                      "others: identical bytes (arrays) or row-hash sums (frames)",
     }
+    def describe(load_at_start: list[float] | None) -> dict[str, Any]:
+        return harness.credit_git_at_start(stats.environment(
+            load_average_at_start=load_at_start, workers=args.workers, threads_per_worker=args.threads,
+            cluster="distributed LocalCluster",
+            dask_config={k: dask.config.get(k, None) for k in (
+                "array.rechunk.method", "dataframe.shuffle.method", "distributed.p2p.storage.disk",
+                "distributed.scheduler.active-memory-manager.start", "asafe.wire")}), git_at_start)
+
     print(f"workloads on {link}: {len(args.workloads)} workloads x {len(args.data)} data kinds, variants "
           f"{', '.join(variants)}; {mib:g} MiB per input, up to {rounds} rounds"
           + (" (--quick: a smoke run)" if args.quick else ""))
     all_results: list[dict[str, Any]] = []
+    from asafe.schedulers import wire
+
+    wire.disable()  # plain Dask in this process too, whatever ran in it before
     module = sys.modules[__name__]  # the workers cannot import benchmarks (not installed): send it by value
     registered = module.__name__ not in cloudpickle.list_registry_pickle_by_value()
     if registered:
@@ -1538,8 +1550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     "command": [Path(sys.argv[0]).name] + sys.argv[1:], "options": options,
                                     "definitions": definitions, "workloads": {}}
             with LocalCluster(n_workers=args.workers, threads_per_worker=args.threads, processes=True,
-                                 dashboard_address=":0") as cluster, Client(cluster) as client:
+                              dashboard_address=":0") as cluster, Client(cluster) as client:
                 client.wait_for_workers(args.workers)
+                file["environment"] = describe(load_at_start)  # with the shaped link's measured check
                 file["cluster_start_s"] = time.perf_counter() - started
                 print(f"\n== data {kind}: cluster of {args.workers} workers x {args.threads} threads up in "
                       f"{file['cluster_start_s']:.1f} s")
@@ -1553,15 +1566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     file["workloads"][name] = result
                     all_results.append(result)
                     file["wall_s"] = time.perf_counter() - started
-                    file["environment"] = harness.credit_git_at_start(
-                        stats.environment(load_average_at_start=load_at_start, workers=args.workers,
-                                          threads_per_worker=args.threads, cluster="distributed LocalCluster",
-                                          dask_config={k: dask.config.get(k, None) for k in (
-                                              "array.rechunk.method", "dataframe.shuffle.method",
-                                              "distributed.p2p.storage.disk", "asafe.wire")}),
-                        git_at_start)
-                    _write(path, file)
                     file["targets"] = target_summary([r for r in all_results if r["kind"] == kind])
+                    file["load_average"] = {"start": load_at_start, "end": _load()}
                     _write(path, file)
             print(f"results: {path} ({time.perf_counter() - started:.0f} s)")
     finally:
