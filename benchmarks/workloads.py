@@ -1497,7 +1497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"workloads: the dataframe workloads need pandas and pyarrow ({exc}); "
                   f'pip install -e ".[bench]", or leave them out with --workloads', file=sys.stderr)
             return 2
-    git_at_start = stats.git_state()
+    git_at_start = harness.environment()["git"]  # the code that runs (see harness.credit_git_at_start)
     out_dir = Path(args.out) / "workloads"
     options = {"workloads": args.workloads, "data": args.data, "variants": variants, "codecs": list(codec_states()),
                "rounds": rounds, "mib": mib, "zero_fraction": args.zero_fraction, "workers": args.workers,
@@ -1517,7 +1517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "others: identical bytes (arrays) or row-hash sums (frames)",
     }
     def describe(load_at_start: list[float] | None) -> dict[str, Any]:
-        return harness.credit_git_at_start(stats.environment(
+        return harness.credit_git_at_start(harness.environment(
             load_average_at_start=load_at_start, workers=args.workers, threads_per_worker=args.threads,
             cluster="distributed LocalCluster",
             dask_config={k: dask.config.get(k, None) for k in (
