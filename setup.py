@@ -46,15 +46,18 @@ extras_require = {
     "demo": DEMO,
     # the tests run the demo with its figure and console (tests/test_demo.py); bokeh and
     # prometheus_client: Dask's dashboard and /metrics, where the tests fetch asafe's page and metrics from
-    # a LocalCluster (distributed does not require either)
+    # a LocalCluster (distributed does not require either); pandas and pyarrow: dask.dataframe, which the
+    # workloads suite's test runs (tests/test_bench_workloads.py)
     "test": ["pytest>=7.4", "hypothesis>=6.80", "pytest-timeout>=2.1", "cryptography>=41", *DEMO, "bokeh>=3.1",
-             "prometheus_client>=0.17"],
+             "prometheus_client>=0.17", "pandas>=2.0", "pyarrow>=16.0"],
     # the Concepts page's figures are drawn at build time
     "docs": ["sphinx>=7.0", "pydata-sphinx-theme>=0.15", "numpydoc>=1.6", "matplotlib>=3.7"],
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
     # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse
-    # (darray: dask.array of sparse.COO chunks)
-    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15"],
+    # (darray: dask.array of sparse.COO chunks); pandas and pyarrow for dask.dataframe (the workloads suite's
+    # shuffle, groupby and merge; the versions dask[dataframe] asks for)
+    "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15",
+              "pandas>=2.0", "pyarrow>=16.0"],
 }
 
 setup(

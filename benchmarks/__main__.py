@@ -34,6 +34,7 @@ SUITES: dict[str, str] = {
     "overhead": "cost of asafe's tracking on Dask's schedulers (20k trivial tasks, with and without)",
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
+    "workloads": "dask.array, dask.dataframe and futures workloads on four data kinds: Dask, asafe, each static codec",
 }
 
 #: Modules of this folder that are not suites: the harness, the parts of the phased suite, the evaluation
