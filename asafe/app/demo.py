@@ -30,11 +30,12 @@ the demo prints a table of medians with their distribution-free intervals, each
 with the coverage it reaches over that many rounds (95% needs 6 rounds; 3 give
 75%), speedups with their absolute base times, and every target's verdict from
 its interval (:func:`~asafe.app.stats.verdict`: met, not shown, not met;
-:mod:`asafe.app.console`), writes a JSON report and draws a PNG: the measured ratio over time with the alpha and beta
-lines, compression on/off and the phase boundaries, and the per-phase times of
-every variant. The figure needs matplotlib and the live console rich, both in
-``pip install "asafe[demo]"``; without them the demo still runs, prints plain
-text and says that the figure was not drawn.
+:mod:`asafe.app.console`), writes a JSON report and draws a PNG: the measured
+ratio over time with the alpha and beta lines, compression on/off and the
+phase boundaries, and the per-phase times of every variant. The figure needs
+matplotlib and the live console rich, both in ``pip install "asafe[demo]"``;
+without them the demo still runs, prints plain text and says that the figure
+was not drawn.
 
 The output starts with a few lines: what runs, on which link, how many rounds;
 how the thresholds were chosen and what each phase is are printed with
@@ -216,7 +217,7 @@ class LoadWatch:
         during = [s["load1"] for s in self.samples] + ([self.end[0]] if self.end else [])
         warning = busy_warning(during, self.cores, self.factor)
         return {
-            "what": "os.getloadavg() of the machine that runs the demo (the client, and the embedded cluster): "
+            "what": "os.getloadavg() of the machine that runs the demo's client (and its embedded cluster): "
                     "1-, 5- and 15-minute averages at the start and the end, the 1-minute one before every run",
             "available": self.start is not None,
             "cores": self.cores,
@@ -224,7 +225,7 @@ class LoadWatch:
             "threshold": self.factor * self.cores,
             "rule": f"busy when the 1-minute load average before a run or at the end exceeded {self.factor:g} x "
                     "the logical cores: the demo's own workers (one runnable thread each) account for up to about "
-                    "the core count, so a load half as much again above it means other work competed for the cores",
+                    "the core count, so a load well above it means other work competed for the cores",
             "start": self.start,
             "end": self.end,
             "samples": list(self.samples),
