@@ -280,7 +280,7 @@ def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = (
     pad = " " * len("targets: ")
     if "adaptive" in report["variants"]:
         console.print("targets: met when the whole interval clears the target, not shown when it straddles it, "
-                      "not met when it lies wholly on the wrong side")
+                      "not met when wholly on the wrong side")
         console.print(f"{pad}adaptive {a['speedup']:.3f}x{interval(a)} the better static ({a['best_static']}), "
                       f"target >= {a['target']} -- {mark(a)}")
         console.print(f"{pad}adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
