@@ -117,9 +117,21 @@ def test_the_phases_section_reports_its_phases_under_load(tmp_path, capsys):
         expected = [wl.reference(quiet)] * 2
         phased.section_phases(client, phases, DEFAULT_THRESHOLDS, expected, 1, results,
                               variants=("adaptive", "static-on", "static-off"))
-    assert "under load (busy): adaptive" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "under load (busy): adaptive" in out
     results.save()
     record = json.loads((tmp_path / "phased" / "results.json").read_text())["records"]["phases"]
+    # the targets' verdicts are the demo's, from the shared rule: the interval decides, never the point
+    from asafe.app import stats
+
+    targets = record["targets"]
+    best, oracle = targets["adaptive_vs_best_static"], targets["adaptive_vs_oracle"]
+    assert best["verdict"] == stats.verdict(best["ci95"], best["target"], ">=")
+    assert oracle["verdict"] == stats.verdict(oracle["ci95"], oracle["target"], "<=")
+    assert best["ci_coverage"] == 0.0  # one round: the interval is a point and covers nothing
+    line = next(line for line in out.splitlines() if line.strip().startswith("targets (paired ratios"))
+    assert f">= {best['target']}: {best['verdict']})" in line and f"<= {oracle['target']}: {oracle['verdict']})" in line
+    assert "(0%)" in line and "True" not in line and "False" not in line
     assert record["under_load"]["phases"] == ["busy"] and set(record["under_load"]["vs"]) == {
         "static-on", "static-off", "oracle"}
     assert [r["kind"] for r in record["loads"]["busy"]] == ["memory"] * 3  # one measured run per variant

@@ -234,6 +234,85 @@ def test_paired_ratio_cancels_drift_shared_by_both_variants():
         stats.paired_ratio([1.0, 2.0], [1.0])
 
 
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 9])
+def test_paired_ratio_ci_states_the_coverage_it_has(n):
+    # per-round ratios of a lognormal with median 1.5: the interval holds 1.5 at the rate it states
+    rng = np.random.default_rng(100 + n)
+    new = rng.uniform(1.0, 3.0, (TRIALS, n))
+    base = 1.5 * new * rng.lognormal(0.0, 0.2, (TRIALS, n))
+    results = [stats.paired_ratio_ci(b, x) for b, x in zip(base, new)]
+    stated = results[0].coverage
+    assert all(r.coverage == stated and r.n == n for r in results)
+    assert stated == pytest.approx(stats.median_ci_ranks(n)[2]) and results[0].exact is (n >= 6)
+    if n == 3:
+        assert stated == 0.75  # [min, max] of 3 samples: not 95%
+    hits = np.mean([r.low <= 1.5 <= r.high for r in results])
+    assert abs(hits - stated) <= _coverage_tolerance(stated), (n, hits, stated)
+    # paired_ratio is the same estimate without the coverage
+    ratio, ci, exact = stats.paired_ratio(base[0], new[0])
+    assert (ratio, ci, exact) == (results[0].ratio, results[0].ci, results[0].exact)
+
+
+def test_format_coverage_never_overstates():
+    for n in range(1, 40):
+        coverage = stats.median_ci_ranks(n)[2]
+        printed = float(stats.format_coverage(coverage).rstrip("%")) / 100
+        assert printed <= coverage + 1e-12 and coverage - printed < 0.001, (n, coverage, printed)
+    assert stats.format_coverage(0.75) == "75%" and stats.format_coverage(1.0) == "100%"
+    with pytest.raises(ValueError, match="coverage must be in"):
+        stats.format_coverage(1.2)
+
+
+@pytest.mark.parametrize(
+    "interval, target, direction, expected",
+    [
+        # the case: the point estimate 1.197 clears 1.05, the interval reaches below it
+        ((0.993, 1.703), 1.05, ">=", "not shown"),
+        ((1.05, 1.703), 1.05, ">=", "met"),  # the lower end at the target clears it
+        ((1.06, 1.2), 1.05, ">=", "met"),
+        ((0.9, 1.0499), 1.05, ">=", "not met"),
+        ((0.9, 1.05), 1.05, ">=", "not shown"),  # the upper end touches the target: not wholly below
+        # an upper-bound target: adaptive / oracle <= 1.10
+        ((1.02, 1.10), 1.10, "<=", "met"),
+        ((1.02, 1.11), 1.10, "<=", "not shown"),
+        ((1.1001, 1.3), 1.10, "<=", "not met"),
+        ((1.10, 1.3), 1.10, "<=", "not shown"),
+        (None, 1.05, ">=", "not shown"),
+        ((math.nan, math.nan), 1.05, ">=", "not shown"),
+        ((1.2, 1.2), 1.05, ">=", "met"),  # a single round: a point, and its coverage (0%) says what it is worth
+    ],
+)
+def test_verdict_reads_the_interval_never_the_point(interval, target, direction, expected):
+    assert stats.verdict(interval, target, direction) == expected
+
+
+def test_verdict_refuses_what_it_cannot_read():
+    with pytest.raises(ValueError, match="direction must be one of"):
+        stats.verdict((1.0, 2.0), 1.05, ">")
+    with pytest.raises(ValueError, match="low <= high"):
+        stats.verdict((2.0, 1.0), 1.05)
+    with pytest.raises(ValueError, match="need must be"):
+        stats.combine_verdicts(["met"], "some")
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        stats.combine_verdicts(["met", "yes"])
+
+
+@pytest.mark.parametrize(
+    "verdicts, all_, any_",
+    [
+        (["met", "met"], "met", "met"),
+        (["met", "not shown"], "not shown", "met"),
+        (["met", "not met"], "not met", "met"),
+        (["not shown", "not met"], "not met", "not shown"),
+        (["not met", "not met"], "not met", "not met"),
+        (["not shown"], "not shown", "not shown"),
+    ],
+)
+def test_combine_verdicts(verdicts, all_, any_):
+    assert stats.combine_verdicts(verdicts, "all") == all_
+    assert stats.combine_verdicts(verdicts, "any") == any_
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 9))
 def test_balanced_orders_put_every_variant_everywhere_and_after_every_other_equally(n):

@@ -28,11 +28,16 @@ def test_console_script_is_installed():
 
 def test_demo_runs_and_prints_the_mode_and_transitions(tmp_path):
     # test-sized phases on a real LocalCluster of 2 worker processes, one measured round
-    result = CliRunner().invoke(main, ["demo", "--size", "test", "--repetitions", "1",
+    result = CliRunner().invoke(main, ["demo", "--size", "test", "--repetitions", "1", "--verbose",
                                        "--plot", str(tmp_path / "d.png"), "--json", str(tmp_path / "d.json")])
     assert result.exit_code == 0, result.output
     assert "ModeVector(" in result.output  # the mode vector after each adaptive phase
     assert "Total time" in result.output and "targets:" in result.output
+    # --verbose: how the thresholds were chosen and what each phase is
+    assert "chosen on CALIBRATION_PHASES only" in result.output and "window 16 measurements" in result.output
+    assert "phase shipped-sparse" in result.output and "scipy references computed" in result.output
+    # one round: each interval is a single point, and says it covers nothing
+    assert "(0%)" in result.output
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
     assert (tmp_path / "d.json").exists()
 

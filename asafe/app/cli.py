@@ -34,8 +34,11 @@ def _link_option(ctx: click.Context, param: click.Parameter, value: str | None):
         raise click.BadParameter(str(exc)) from None
 
 
-def _enter_link(spec) -> None:
-    """Re-execute this command behind ``spec`` (a shaped loopback), or go on inside it."""
+def _enter_link(spec, echo: bool = True) -> None:
+    """Re-execute this command behind ``spec`` (a shaped loopback), or go on inside it.
+
+    ``echo``: print the link's one-line summary (the demo prints it in its own opening lines).
+    """
     from .link import LinkUnavailable, enter, summary
 
     if spec is None:
@@ -44,7 +47,8 @@ def _enter_link(spec) -> None:
         enter(spec)
     except LinkUnavailable as exc:
         raise click.ClickException(f"--link {spec.rate}: {exc}") from None
-    click.echo(summary())
+    if echo:
+        click.echo(summary())
 
 
 _LINK_HELP = ("Run behind a shaped loopback of this rate (tc units: 1gbit, 100mbit, ...): the command "
@@ -93,18 +97,24 @@ def demo_command(known: Mapping[str, Any] | None = None, compared: Sequence[str]
     @click.option("--variants", default=default_variants, show_default=True, metavar="LIST",
                   help=f"Comma-separated variants to run, from {', '.join(known)} (static-on and static-off "
                        "are always needed: the oracle is made of them).")
+    @click.option("--verbose", "-v", is_flag=True,
+                  help="Also print how the thresholds were chosen and what each phase is (default: a few lines on "
+                       "what runs, on which link, how many rounds).")
     @click.option("--size", default=None, hidden=True, type=click.Choice(["default", "quick", "test"]),
                   help="Phase sizes (tests use 'test').")
     def demo(quick: bool, workers: int, threads_per_worker: int, scheduler_address: str | None,
              repetitions: int | None, alpha: float | None, beta: float | None, window: int | None,
-             blend: float | None, plot: str, json_path: str, link, variants: str, size: str | None) -> None:
+             blend: float | None, plot: str, json_path: str, link, variants: str, verbose: bool,
+             size: str | None) -> None:
         """Run the phased Graph500 workload: adaptive compression against the per-task rule and the static settings.
 
         Four phases (shipped sparse panels, local dense-ish panels, shipped panels
         reused for 8 vectors, local 256-tiles) run under asafe's adaptive runtime,
         the per-task cost rule, compression always on, always off, and the
-        per-phase oracle. Prints progress, transitions and a table; writes a JSON
-        report and a PNG figure.
+        per-phase oracle. Prints progress, transitions, a table of medians with
+        their intervals and the coverage each reaches, and every target's verdict
+        (met only when the whole interval is on its side); warns when the machine
+        was busy. Writes a JSON report and a PNG figure.
         """
         from dataclasses import replace
 
@@ -126,11 +136,12 @@ def demo_command(known: Mapping[str, Any] | None = None, compared: Sequence[str]
         if link is not None and scheduler_address is not None:
             raise click.UsageError("--link shapes the loopback of the embedded LocalCluster; it cannot be combined "
                                    "with --scheduler-address (shape that cluster's own network instead)")
-        _enter_link(link)
+        _enter_link(link, echo=False)  # the demo's opening lines name the link
         try:
             run_demo(size=size, workers=workers, threads_per_worker=threads_per_worker,
                      scheduler_address=scheduler_address, repetitions=repetitions, thresholds=thresholds,
-                     plot=plot, json_path=json_path, variants=variants, known=known, compared=compared)
+                     plot=plot, json_path=json_path, variants=variants, known=known, compared=compared,
+                     verbose=verbose)
         except DemoError as exc:
             raise click.ClickException(str(exc)) from exc
 

@@ -15,10 +15,11 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
+from .stats import format_coverage
 from .variants import ORACLE, VariantRun
 from .workload import Phase
 
-__all__ = ["PlainConsole", "make_console", "format_table", "Display", "print_summary"]
+__all__ = ["PlainConsole", "make_console", "format_table", "interval_text", "Display", "print_summary"]
 
 # rich's markup: [bold], [red], [/], [bold red] ... (a tag starts with a letter, '#', '/' or '@'; a
 # backslash before it prints it as it is); an interval such as [0.976, 1.252] is not a tag
@@ -197,11 +198,37 @@ class Display:
                               "compressed)" if run.decisions else ""))
 
 
+def interval_text(low: float, high: float, coverage: float | None, digits: int = 3) -> str:
+    """An interval as printed: its bounds and, beside them, the coverage it reaches.
+
+    Examples
+    --------
+    >>> interval_text(0.99312, 1.7031, 0.75)
+    '[0.993, 1.703] (75%)'
+    >>> interval_text(1.0, 2.0, None, digits=2)
+    '[1.00, 2.00]'
+    """
+    text = f"[{low:.{digits}f}, {high:.{digits}f}]"
+    return text if coverage is None else f"{text} ({format_coverage(coverage)})"
+
+
+_VERDICT_STYLE = {"met": "[green]met[/]", "not shown": "[yellow]not shown[/]", "not met": "[red]not met[/]"}
+
+
 def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = ()) -> None:
-    """The demo's tables (totals, per phase) and its targets, met or not; variants in ``order``, then the rest."""
+    """The demo's tables (totals, per phase) and its targets with their verdicts; variants in ``order``, then the rest.
+
+    A warning that the machine was busy (``report["load"]["warning"]``) comes
+    first; every interval carries the coverage it reaches; a target is "met"
+    only when its interval lies wholly on its side (:func:`asafe.app.stats.verdict`).
+    """
+    load = report.get("load") or {}
+    if load.get("warning"):
+        console.print(f"[bold yellow]warning:[/] {escape(console, load['warning'])}")
     v = report["variants"]
     sp = report["speedups"]
     names = [n for n in (*order, ORACLE) if n in v] + [n for n in v if n not in order and n != ORACLE]
+    rounds = report.get("settings", {}).get("repetitions")
     rows = []
     for name in names:
         d = v[name]
@@ -212,14 +239,15 @@ def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = (
                 continue
             if f"{name}_vs_{base}" in sp:
                 s = sp[f"{name}_vs_{base}"]
-                cells.append(f"{s['paired_ratio']:.2f}x [{s['paired_ci95'][0]:.2f}, {s['paired_ci95'][1]:.2f}]"
-                             f" of {v[base]['median_s']:.2f} s")
-            else:
-                cells.append(f"{v[base]['median_s'] / d['median_s']:.2f}x of {v[base]['median_s']:.2f} s")
-        rows.append([name, f"{d['median_s']:.3f} s", f"[{d['ci95'][0]:.3f}, {d['ci95'][1]:.3f}]",
+                cells.append(f"{s['paired_ratio']:.2f}x {interval_text(*s['paired_ci95'], s.get('ci_coverage'), 2)}")
+            else:  # the oracle is no run: the ratio of the medians
+                cells.append(f"{v[base]['median_s'] / d['median_s']:.2f}x")
+        rows.append([name, f"{d['median_s']:.3f} s", interval_text(*d["ci95"], d.get("ci_coverage")),
                      *cells, "yes" if d["correct"] else "[red]NO[/]"])
-    _table(console, "Total time of the phases (median of the measured rounds)",
-           ["variant", "median", "95% CI", "vs static-on", "vs static-off", "correct"], rows)
+    over = f"{rounds} round{'s' if rounds != 1 else ''}" if rounds else "the measured rounds"
+    _table(console, f"Total time of the phases (median of {over}, its interval (coverage); speedups paired per round)",
+           ["variant", "median", "interval (coverage)", *[f"vs {b} ({v[b]['median_s']:.2f} s)"
+                                                          for b in ("static-on", "static-off")], "correct"], rows)
     ran = [n for n in names if n != ORACLE]
     rows = []
     for p in report["phases"]:
@@ -238,27 +266,36 @@ def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = (
     c = tg["transitions_per_phase"]
     d = tg["static_losses"]
 
-    def mark(ok: bool) -> str:
-        return "[green]met[/]" if ok else "[red]not met[/]"
+    def mark(x: dict) -> str:
+        return _VERDICT_STYLE[x["verdict"]]
 
-    def interval(x: dict) -> str:
-        return f" [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}]" if x.get("ci95") else ""
+    def interval(x: dict, percent: bool = False) -> str:
+        if not x.get("ci95"):
+            return " (no interval)"
+        low, high = x["ci95"]
+        if percent:
+            return f" [{low:+.0%}, {high:+.0%}] ({format_coverage(x['ci_coverage'])})"
+        return " " + escape(console, interval_text(low, high, x.get("ci_coverage")))
 
+    pad = " " * len("targets: ")
     if "adaptive" in report["variants"]:
-        console.print(f"targets: (paired ratios, 95% CI) adaptive {a['speedup']:.3f}x{interval(a)} the better "
-                      f"static ({a['best_static']}), target >= {a['target']} -- {mark(a['met'])}")
-        console.print(f"         adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
-                      f"{mark(b['met'])}")
-        console.print(f"         transitions per phase (most in one run) {c['max_per_phase']}, target <= "
-                      f"{c['target']} -- {mark(c['met'])}")
+        console.print("targets: met when the whole interval clears the target, not shown when it straddles it, "
+                      "not met when wholly on the wrong side")
+        console.print(f"{pad}adaptive {a['speedup']:.3f}x{interval(a)} the better static ({a['best_static']}), "
+                      f"target >= {a['target']} -- {mark(a)}")
+        console.print(f"{pad}adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
+                      f"{mark(b)}")
+        console.print(f"{pad}transitions per phase (the most in one run; a count) {c['max_per_phase']}, "
+                      f"target <= {c['target']} -- {mark(c)}")
     else:
         console.print("targets: the adaptive variant's, and it did not run (the speedups above compare the others)")
     for name, x in d["variants"].items():
-        console.print(f"         {name} loses {x['loss']:+.0%} in {x['worst_phase']} (target >= "
-                      f"{d['target']:.0%}) -- {mark(x['met'])}")
+        console.print(f"{pad}{name} loses {x['loss']:+.0%}{interval(x, percent=True)} in {x['worst_phase']} "
+                      f"vs the oracle, target >= {d['target']:.0%} in a phase -- {mark(x)}")
     e = tg.get("adaptive_vs_per_task")
     if e:
-        console.print(f"         adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
-                      f"{e['target']} -- {mark(e['met'])}")
+        console.print(f"{pad}adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
+                      f"{e['target']} -- {mark(e)}")
     for w in report["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(console, w)}")
+        if w != load.get("warning"):  # printed first
+            console.print(f"[yellow]warning:[/] {escape(console, w)}")

@@ -26,13 +26,23 @@ Warm-up runs (numba compilation, matrix generation on the workers) are timed
 and reported apart. Then the variants run interleaved, in orders balanced for
 what one run leaves to the next (:func:`~asafe.app.stats.balanced_orders`), every
 phase of every run is checked against scipy (:mod:`asafe.app.comparison`), and
-the demo prints a table of medians with distribution-free 95% intervals and
-speedups with their absolute base times (:mod:`asafe.app.console`), writes a JSON
-report and draws a PNG: the measured ratio over time with the alpha and beta
-lines, compression on/off and the phase boundaries, and the per-phase times of
-every variant. The figure needs matplotlib and the live console rich, both in
-``pip install "asafe[demo]"``; without them the demo still runs, prints plain
-text and says that the figure was not drawn.
+the demo prints a table of medians with their distribution-free intervals, each
+with the coverage it reaches over that many rounds (95% needs 6 rounds; 3 give
+75%), speedups with their absolute base times, and every target's verdict from
+its interval (:func:`~asafe.app.stats.verdict`: met, not shown, not met;
+:mod:`asafe.app.console`), writes a JSON report and draws a PNG: the measured
+ratio over time with the alpha and beta lines, compression on/off and the
+phase boundaries, and the per-phase times of every variant. The figure needs
+matplotlib and the live console rich, both in ``pip install "asafe[demo]"``;
+without them the demo still runs, prints plain text and says that the figure
+was not drawn.
+
+The output starts with a few lines: what runs, on which link, how many rounds;
+how the thresholds were chosen and what each phase is are printed with
+``--verbose`` (``verbose=True``). The machine's load average is read at the
+start, before every run and at the end (:class:`LoadWatch`); when it exceeded
+:data:`BUSY_FACTOR` times the cores during the run, the summary opens with a
+warning that the timings are unreliable, and the JSON says so.
 
 The variants made for evaluations (``hybrid``, ``adaptive-sampling``,
 ``adaptive-ready``, ``adaptive-arrivals``, ``adaptive-dwell``) run from a
@@ -54,19 +64,22 @@ from typing import Any
 from .comparison import Comparison, compare
 from .console import Display, make_console, print_summary
 from .environment import environment
-from .stats import describe, median, paired_ratio
+from .stats import (combine_verdicts, describe, format_coverage, median, median_ci_ranks, paired_ratio_ci,
+                    verdict)
 from .variants import (COMPARED, DEFAULT_THRESHOLDS, KNOWN_VARIANTS, ORACLE, VARIANTS, Thresholds, Variant,
                        VariantRun, check_variants)
 from .workload import ATOL, RTOL, Phase, phases_for, reference
 
-__all__ = ["run_demo", "DemoError", "TARGETS", "plot_report", "build_report", "connect", "default_repetitions"]
+__all__ = ["run_demo", "DemoError", "TARGETS", "plot_report", "build_report", "connect", "default_repetitions",
+           "BUSY_FACTOR", "LoadWatch", "busy_warning"]
 
 #: The targets of the demo. Every speedup is the paired ratio: the median over
 #: rounds of ``base_i / adaptive_i`` (both measured in round ``i``, seconds
-#: apart), with its order-statistic interval.
+#: apart), with its order-statistic interval; a target is met only when that
+#: interval lies wholly on its side (:func:`asafe.app.stats.verdict`).
 TARGETS = {
     "adaptive_vs_best_static": 1.05,  # adaptive at least 5% faster in total than the better static setting
-    "adaptive_vs_oracle": 1.10,  # within 10% of the oracle
+    "adaptive_vs_oracle": 1.10,  # within 10% of the oracle (adaptive / oracle <= 1.10)
     "max_transitions_per_phase": 2,  # no flapping
     "static_loss": 0.20,  # each static setting loses >= 20% in at least one phase
     "adaptive_vs_per_task": 1.0,  # at least as fast as the per-task cost rule
@@ -125,6 +138,103 @@ def connect(scheduler_address: str | None = None, workers: int = 2,
             lg.setLevel(level)
 
 
+# --------------------------------------------------------------------------- load
+#: The machine was *busy* when its 1-minute load average, read before every run
+#: and at the end, exceeded this many times its logical cores. The demo's own
+#: workers (one runnable thread each, 2 on 2 cores by default) account for up to
+#: about the core count; half as much again means other work competed for the
+#: cores long enough to lift a one-minute average, and the timings are unreliable.
+BUSY_FACTOR = 1.5
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [float(x) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # not on Windows; unreadable /proc/loadavg
+        return None
+
+
+def busy_warning(loads: Sequence[float], cores: int, factor: float = BUSY_FACTOR) -> str | None:
+    """The warning to print when a load average in ``loads`` exceeded ``factor * cores``; else ``None``.
+
+    Examples
+    --------
+    >>> busy_warning([1.2, 4.8, 2.9], cores=2)
+    'busy machine: load average up to 4.8 on 2 cores during the run (over 1.5 x cores = 3); timings are unreliable'
+    >>> busy_warning([1.2, 2.9], cores=2) is None
+    True
+    """
+    if cores < 1:
+        raise ValueError(f"cores must be >= 1, got {cores!r}")
+    if factor <= 0:
+        raise ValueError(f"factor must be > 0, got {factor!r}")
+    loads = list(loads)
+    threshold = factor * cores
+    if not loads or max(loads) <= threshold:
+        return None
+    return (f"busy machine: load average up to {max(loads):.1f} on {cores} core{'s' if cores != 1 else ''} "
+            f"during the run (over {factor:g} x cores = {threshold:g}); timings are unreliable")
+
+
+class LoadWatch:
+    """The machine's load average at the start, before every run (:meth:`sample`) and at the end (:meth:`stop`).
+
+    :meth:`report` says whether it was busy during the run (:func:`busy_warning`):
+    the readings before every run and at the end count, the one at the start
+    (the minute before the demo) is recorded beside them. Where
+    ``os.getloadavg`` is not available, nothing is read and nothing is warned.
+
+    Examples
+    --------
+    >>> watch = LoadWatch(cores=2)
+    >>> watch.sample("static-on round 1")
+    >>> watch.stop()
+    >>> r = watch.report()
+    >>> r["cores"], r["threshold"], len(r["samples"]) == (1 if r["available"] else 0)
+    (2, 3.0, True)
+    """
+
+    def __init__(self, cores: int | None = None, factor: float = BUSY_FACTOR) -> None:
+        self.cores = int(cores or os.cpu_count() or 1)
+        self.factor = factor
+        self._t0 = time.monotonic()
+        self.start = _loadavg()
+        self.samples: list[dict[str, Any]] = []
+        self.end: list[float] | None = None
+
+    def sample(self, at: str) -> None:
+        """Read the load average now (before the run named ``at``)."""
+        load = _loadavg()
+        if load is not None:
+            self.samples.append({"t_s": time.monotonic() - self._t0, "at": at, "load1": load[0]})
+
+    def stop(self) -> None:
+        """Read the load average at the end of the run."""
+        self.end = _loadavg()
+
+    def report(self) -> dict[str, Any]:
+        """The readings, the threshold and its reason, whether the machine was busy, and the warning."""
+        during = [s["load1"] for s in self.samples] + ([self.end[0]] if self.end else [])
+        warning = busy_warning(during, self.cores, self.factor)
+        return {
+            "what": "os.getloadavg() of the machine that runs the demo's client (and its embedded cluster): "
+                    "1-, 5- and 15-minute averages at the start and the end, the 1-minute one before every run",
+            "available": self.start is not None,
+            "cores": self.cores,
+            "factor": self.factor,
+            "threshold": self.factor * self.cores,
+            "rule": f"busy when the 1-minute load average before a run or at the end exceeded {self.factor:g} x "
+                    "the logical cores: the demo's own workers (one runnable thread each) account for up to about "
+                    "the core count, so a load well above it means other work competed for the cores",
+            "start": self.start,
+            "end": self.end,
+            "samples": list(self.samples),
+            "max_during_run": max(during) if during else None,
+            "busy": warning is not None,
+            "warning": warning,
+        }
+
+
 # --------------------------------------------------------------------------- report
 def _summaries(cmp: Comparison) -> dict[str, Any]:
     variants = {}
@@ -161,48 +271,83 @@ def _speedups(cmp: Comparison, compared: Sequence[str] = COMPARED) -> dict[str, 
                 continue
             if f"{base_name}_vs_{new_name}" in out:
                 continue  # one direction of each pair
-            ratio, ci, exact = paired_ratio(base, new)
+            r = paired_ratio_ci(base, new)
             out[f"{new_name}_vs_{base_name}"] = {
                 "base": base_name,
                 "new": new_name,
                 "base_median_s": median(base),
                 "new_median_s": median(new),
-                "estimator": f"paired ratio: median over rounds of base_i / {new_name}_i, order-statistic 95% CI",
-                "paired_ratio": ratio,
-                "paired_ci95": list(ci),
-                "ci_exact": exact,
+                "estimator": f"paired ratio: median over rounds of base_i / {new_name}_i, with its order-statistic "
+                             "interval (95% asked for; ci_coverage: what it reaches over these rounds)",
+                "paired_ratio": r.ratio,
+                "paired_ci95": list(r.ci),
+                "ci_coverage": r.coverage,
+                "ci_exact": r.exact,
             }
     return out
 
 
+def _ratio_target(ratio: float | None, ci: Sequence[float] | None, coverage: float | None, name: str,
+                  direction: str, key: str) -> dict[str, Any]:
+    """One target on a paired ratio: the value, its interval and coverage, the target and the verdict."""
+    target = TARGETS[name]
+    return {key: math.nan if ratio is None else ratio, "ci95": None if ci is None else list(ci),
+            "ci_coverage": coverage, "target": target, "direction": direction,
+            "verdict": verdict(ci, target, direction)}
+
+
+def _static_losses(cmp: Comparison) -> dict[str, Any]:
+    """Each static setting's loss against the oracle per phase: paired per round, with its interval and verdict.
+
+    The loss in a phase is the median over rounds of ``static_i / oracle_i - 1``
+    (its interval the paired ratio's, shifted by 1); the target (each static
+    setting loses >= ``TARGETS["static_loss"]`` in at least one phase) is met for
+    a setting when one phase's interval clears it, not met when every phase's
+    lies below it. The phase shown is the one with the largest loss among
+    those with the best verdict (met, then not shown, then not met).
+    """
+    target = TARGETS["static_loss"]
+    oracle = cmp.samples(ORACLE)
+    out = {}
+    for v in ("static-on", "static-off"):
+        mine = cmp.samples(v)[:len(oracle)]
+        per_phase = []
+        for i in range(len(cmp.phases)):
+            r = paired_ratio_ci([s[i] for s in mine], [s[i] for s in oracle])
+            ci = (r.low - 1.0, r.high - 1.0)
+            per_phase.append({"loss": r.ratio - 1.0, "ci95": list(ci), "ci_coverage": r.coverage,
+                              "verdict": verdict(ci, target, ">=")})
+        rank = {"met": 2, "not shown": 1, "not met": 0}
+        shown = max(range(len(per_phase)), key=lambda i: (rank[per_phase[i]["verdict"]], per_phase[i]["loss"]))
+        out[v] = {"worst_phase": cmp.phases[shown].name, **per_phase[shown],
+                  "per_phase_loss": [x["loss"] for x in per_phase], "per_phase": per_phase,
+                  "verdict": combine_verdicts([x["verdict"] for x in per_phase], "any")}
+    return {"target": target, "direction": ">=", "variants": out,
+            "verdict": combine_verdicts([x["verdict"] for x in out.values()], "all")}
+
+
 def _targets(cmp: Comparison, variants: dict[str, Any], speedups: dict[str, Any]) -> dict[str, Any]:
+    """Every target of :data:`TARGETS` with its value, interval, coverage and verdict (:func:`~asafe.app.stats.verdict`)."""
     best_name = min(("static-on", "static-off"), key=lambda v: variants[v]["median_s"])
     vs_best = speedups.get(f"adaptive_vs_{best_name}", {})
     vs_oracle = speedups.get(f"adaptive_vs_{ORACLE}", {})
-    speedup = vs_best.get("paired_ratio", math.nan)
-    slowdown = 1.0 / vs_oracle["paired_ratio"] if vs_oracle.get("paired_ratio") else math.nan
+    oracle_ci = vs_oracle.get("paired_ci95")
     per_phase = cmp.transitions_per_phase()
-    oracle_phase = cmp.phase_medians(ORACLE)
-    losses = {}
-    for v in ("static-on", "static-off"):
-        mine = cmp.phase_medians(v)
-        rel = [m / o - 1.0 for m, o in zip(mine, oracle_phase)]
-        worst = max(range(len(rel)), key=lambda i: rel[i])
-        losses[v] = {"worst_phase": cmp.phases[worst].name, "loss": rel[worst], "per_phase_loss": rel,
-                     "met": rel[worst] >= TARGETS["static_loss"]}
+    most = max(per_phase, default=0)
     return {
         "adaptive_vs_best_static": {
-            "best_static": best_name, "speedup": speedup, "ci95": vs_best.get("paired_ci95"),
-            "target": TARGETS["adaptive_vs_best_static"], "met": speedup >= TARGETS["adaptive_vs_best_static"]},
-        "adaptive_vs_oracle": {
-            "slowdown": slowdown,
-            "ci95": [1.0 / x for x in reversed(vs_oracle["paired_ci95"])] if vs_oracle.get("paired_ci95") else None,
-            "target": TARGETS["adaptive_vs_oracle"], "met": slowdown <= TARGETS["adaptive_vs_oracle"]},
+            "best_static": best_name,
+            **_ratio_target(vs_best.get("paired_ratio"), vs_best.get("paired_ci95"), vs_best.get("ci_coverage"),
+                            "adaptive_vs_best_static", ">=", "speedup")},
+        "adaptive_vs_oracle": _ratio_target(
+            1.0 / vs_oracle["paired_ratio"] if vs_oracle.get("paired_ratio") else None,
+            [1.0 / x for x in reversed(oracle_ci)] if oracle_ci else None, vs_oracle.get("ci_coverage"),
+            "adaptive_vs_oracle", "<=", "slowdown"),
         "transitions_per_phase": {
-            "max_per_phase": per_phase, "target": TARGETS["max_transitions_per_phase"],
-            "met": max(per_phase, default=0) <= TARGETS["max_transitions_per_phase"]},
-        "static_losses": {"target": TARGETS["static_loss"], "variants": losses,
-                          "met": all(x["met"] for x in losses.values())},
+            "max_per_phase": per_phase, "target": TARGETS["max_transitions_per_phase"], "direction": "<=",
+            "note": "a count over every measured run (the most in one run), not an estimate: no interval",
+            "verdict": "met" if most <= TARGETS["max_transitions_per_phase"] else "not met"},
+        "static_losses": _static_losses(cmp),
         **_per_task_target(speedups),
     }
 
@@ -211,9 +356,8 @@ def _per_task_target(speedups: dict[str, Any]) -> dict[str, Any]:
     vs = speedups.get("adaptive_vs_per-task")
     if not vs:
         return {}
-    return {"adaptive_vs_per_task": {
-        "speedup": vs["paired_ratio"], "ci95": vs["paired_ci95"], "target": TARGETS["adaptive_vs_per_task"],
-        "met": vs["paired_ratio"] >= TARGETS["adaptive_vs_per_task"]}}
+    return {"adaptive_vs_per_task": _ratio_target(vs["paired_ratio"], vs["paired_ci95"], vs["ci_coverage"],
+                                                  "adaptive_vs_per_task", ">=", "speedup")}
 
 
 def _median_run(cmp: Comparison, variant: str = "adaptive") -> VariantRun | None:
@@ -263,10 +407,11 @@ def _transitions_of(cmp: Comparison, variant: str) -> list[dict[str, Any]]:
 
 
 def build_report(cmp: Comparison, *, env: dict[str, Any], timing: dict[str, Any], size: str,
-                 compared: Sequence[str] = COMPARED) -> dict[str, Any]:
+                 compared: Sequence[str] = COMPARED, load: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report of a comparison (see the module docstring of :mod:`asafe.app.demo`).
 
     ``compared``: the variants compared with the others, in this order (:data:`~asafe.app.variants.COMPARED`).
+    ``load``: :meth:`LoadWatch.report` of the run; its warning, if any, comes first in ``warnings``.
     """
     variants = _summaries(cmp)
     speedups = _speedups(cmp, compared)
@@ -281,7 +426,8 @@ def build_report(cmp: Comparison, *, env: dict[str, Any], timing: dict[str, Any]
             samples = [s[i] for s in cmp.samples(v)]
             if samples:
                 s = describe(samples)
-                entry["variants"][v] = {"median_s": s["median_s"], "ci95": s["ci95"], "samples": samples,
+                entry["variants"][v] = {"median_s": s["median_s"], "ci95": s["ci95"],
+                                        "ci_coverage": s["ci_coverage"], "samples": samples,
                                         "unstable": s["unstable"]}
         entry["max_transitions"] = cmp.transitions_per_phase()[i]
         entry["compressed_share"] = {v: shares[v][i] for v in shares}
@@ -292,13 +438,20 @@ def build_report(cmp: Comparison, *, env: dict[str, Any], timing: dict[str, Any]
     warnings = [f"{v}: unstable ({variants[v]['unstable_reason']})" for v in (*cmp.variants, ORACLE)
                 if variants[v].get("unstable")]
     warnings += [f"wrong result: {e}" for e in cmp.errors()]
+    if load and load.get("warning"):
+        warnings.insert(0, load["warning"])
+    rounds = len(cmp.totals(cmp.variants[0]))
     report = {
         "asafe_demo": 1,
         "size": size,
         "environment": env,
         "settings": {
             "thresholds": cmp.thresholds.as_dict(),
-            "repetitions": len(cmp.totals(cmp.variants[0])),
+            "repetitions": rounds,
+            "intervals": f"order statistics of the median (95% asked for); over {rounds} round"
+                         f"{'s' if rounds != 1 else ''} they cover {median_ci_ranks(rounds)[2]:.4g} (ci_coverage "
+                         "beside each ci95); a target is met only when its interval lies wholly on its side, not "
+                         "shown when the interval straddles it (asafe.app.stats.verdict)",
             "order": "interleaved, balanced orders (asafe.app.stats.balanced_orders: every variant at every "
                      "position and right after every other equally often; a Williams design)",
             "check": f"every phase of every run against scipy (rtol={RTOL}, atol={ATOL})",
@@ -331,6 +484,7 @@ def build_report(cmp: Comparison, *, env: dict[str, Any], timing: dict[str, Any]
             "states": [[t - shown.start, s] for t, s in shown.states],
         },
         "rule_decisions": {v: _decisions(cmp, v) for v in rules},
+        "load": load,
         "warnings": warnings,
     }
     return _json_float(report)
@@ -426,7 +580,10 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike,
         xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(names))]
         bx.bar(xs, meds, width, yerr=[lo, hi], capsize=2, color=colors.get(v), label=v)
     bx.set_xticks(range(len(names)), names, fontsize=8)
-    bx.set_ylabel("seconds (median, 95% CI)")
+    coverage = next((d.get("ci_coverage") for p in report["phases"] for d in p["variants"].values()
+                     if d.get("ci_coverage") is not None), None)
+    bx.set_ylabel("seconds (median, interval" + (f" covering {format_coverage(coverage)})" if coverage is not None
+                                                  else ")"))
     bx.legend(fontsize=7, ncol=len(variants))
     totals = ", ".join(f"{v} {report['variants'][v]['median_s']:.2f} s" for v in variants
                        if report["variants"][v].get("median_s") is not None)
@@ -454,6 +611,7 @@ def run_demo(
     variants: Sequence[str] | str = VARIANTS,
     known: Mapping[str, Variant] = KNOWN_VARIANTS,
     compared: Sequence[str] = COMPARED,
+    verbose: bool = False,
 ) -> dict[str, Any]:
     """Run the demo and return its report (also written to ``json_path``, drawn to ``plot``).
 
@@ -487,6 +645,10 @@ def run_demo(
     compared : sequence of str, optional
         The variants compared with the others, in this order (``new_vs_base``;
         default :data:`asafe.app.variants.COMPARED`).
+    verbose : bool, optional
+        Also print how the thresholds were chosen, what each phase is and how
+        long the scipy references took (default: a few lines on what runs, on
+        which link, how many rounds).
     """
     if console is None:
         console = make_console()
@@ -512,17 +674,30 @@ def run_demo(
         raise DemoError(f"--variants: {exc}") from None
     console.print(f"[bold]asafe demo[/]: {len(phases)} phases x {len(variants)} variants ({', '.join(variants)}), "
                   f"{repetitions} interleaved rounds (size {size})")
-    console.print(f"  adaptive: Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}) on the "
-                  f"measured compute/communication ratio, window {thresholds.window} measurements, "
-                  f"dwell {thresholds.dwell:g} s and {thresholds.dwell_tasks} tasks, blend {thresholds.blend:g}")
-    for line in thresholds.how.splitlines():
-        console.print(f"    {line}", markup=False)
-    for p in phases:
-        console.print(f"  phase {p.name:<15} scale {p.scale:>2} tile {p.tile:>3} dense {p.dense_fraction:>4.0%} "
-                      f"fill {p.fill:>4.0%} {p.placement:<7} {p.steps:>2} steps x {p.panels} panels, "
-                      f"{p.vectors} vector{'s' if p.vectors > 1 else ''}: {p.description}", markup=False)
+    console.print(f"  phases: {', '.join(p.name for p in phases)} (after a warm-up run of each variant)",
+                  markup=False)
+    if scheduler_address:
+        console.print(f"  link: the network of the cluster at {scheduler_address} (not shaped by asafe)", markup=False)
+    else:
+        from .link import summary as link_summary
+
+        console.print(f"  {link_summary()}", markup=False)
+    if verbose:
+        console.print(f"  adaptive: Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}) on the "
+                      f"measured compute/communication ratio, window {thresholds.window} measurements, "
+                      f"dwell {thresholds.dwell:g} s and {thresholds.dwell_tasks} tasks, blend {thresholds.blend:g}")
+        for line in thresholds.how.splitlines():
+            console.print(f"    {line}", markup=False)
+        for p in phases:
+            console.print(f"  phase {p.name:<15} scale {p.scale:>2} tile {p.tile:>3} dense {p.dense_fraction:>4.0%} "
+                          f"fill {p.fill:>4.0%} {p.placement:<7} {p.steps:>2} steps x {p.panels} panels, "
+                          f"{p.vectors} vector{'s' if p.vectors > 1 else ''}: {p.description}", markup=False)
+    else:
+        console.print(f"  adaptive: Hysteresis(alpha={thresholds.alpha:g}, beta={thresholds.beta:g}) on the "
+                      "compute/communication ratio (--verbose: how, and the phases)")
 
     timing: dict[str, Any] = {}
+    watch = LoadWatch()
     with connect(scheduler_address, workers, threads_per_worker) as (client, where, startup):
         timing["cluster_start_s"] = startup
         names = sorted(client.scheduler_info()["workers"])
@@ -532,19 +707,26 @@ def run_demo(
         t0 = time.perf_counter()
         expected = [reference(p) for p in phases]
         timing["reference_s"] = time.perf_counter() - t0
-        console.print(f"  scipy references computed in {timing['reference_s']:.1f} s; warm-up runs next "
-                      "(numba compilation and matrix generation on the workers, not samples)")
+        if verbose:
+            console.print(f"  scipy references computed in {timing['reference_s']:.1f} s; warm-up runs next "
+                          "(numba compilation and matrix generation on the workers, not samples)")
         threads = client.nthreads()
         env = environment(cluster=where, scheduler="distributed", workers=len(names),
                           threads_per_worker=sorted(set(threads.values())),
                           worker_addresses=names)
         display = Display(console, phases, live=console.is_terminal,
                           installed=[v for v in variants if known[v].installed])
+
+        def on_run(variant: str, rep: int, warmup: bool) -> None:
+            watch.sample(f"{variant} {'warm-up' if warmup else f'round {rep + 1}'}")
+            display.start_run(variant, rep, warmup)
+
         with display:
             cmp = compare(client, phases, repetitions=repetitions, thresholds=thresholds, workers=names,
-                          expected=expected, on_run=display.start_run, on_step=display.step,
+                          expected=expected, on_run=on_run, on_step=display.step,
                           on_done=display.done, variants=variants, known=known)
-    report = build_report(cmp, env=env, timing=timing, size=size, compared=compared)
+        watch.stop()
+    report = build_report(cmp, env=env, timing=timing, size=size, compared=compared, load=watch.report())
     print_summary(console, report, order=list(known))
     if json_path is not None:
         Path(json_path).write_text(json.dumps(report, indent=1))

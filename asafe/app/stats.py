@@ -52,6 +52,19 @@ Paired ratio (interleaved samples): :func:`paired_ratio`
     the per-round ratios ``base_i / new_i`` with its order-statistic CI (the same
     distribution-free interval as above, rounds taken as independent) is reported
     next to the ratio of medians; it is usually much tighter on a noisy machine.
+    :func:`paired_ratio_ci` returns it with its real coverage (that of the
+    median's interval over that many rounds: 75% over 3 rounds).
+
+Coverage as printed: :func:`format_coverage`
+    The coverage an interval reaches, rounded down to 0.1% (never overstated):
+    ``[0.993, 1.703] (75%)``. Every interval the demo prints carries it.
+
+Whether a target is shown: :func:`verdict`
+    A target (``speedup >= 1.05``, ``slowdown <= 1.10``) is *met* only when the
+    whole interval lies on its side, *not met* when the whole interval lies on
+    the other side, and *not shown* when the interval straddles it: a point
+    estimate on the right side with an interval reaching across shows nothing.
+    :func:`combine_verdicts` joins several (every one of them, or at least one).
 
 Difference test: Mann-Whitney U (two-sided), :func:`mann_whitney_p`
     A rank test, no normality assumed. Two variants differ *significantly*
@@ -109,7 +122,13 @@ __all__ = [
     "summarize",
     "instability",
     "ratio_ci",
+    "PairedRatio",
     "paired_ratio",
+    "paired_ratio_ci",
+    "format_coverage",
+    "VERDICTS",
+    "verdict",
+    "combine_verdicts",
     "balanced_orders",
     "mann_whitney_p",
     "intervals_overlap",
@@ -415,10 +434,68 @@ def ratio_ci(
     return float(low), float(high)
 
 
+@dataclass(frozen=True)
+class PairedRatio:
+    """The median of per-round ratios with its order-statistic interval (see :func:`paired_ratio_ci`).
+
+    Attributes
+    ----------
+    ratio : float
+        The median over rounds of ``base[i] / new[i]``.
+    low, high : float
+        Its distribution-free interval (two order statistics of the ratios).
+    coverage : float
+        The interval's real coverage with ``n`` rounds (0.75 with 3 rounds).
+    exact : bool
+        Whether ``coverage`` reaches the requested confidence.
+    n : int
+        The number of rounds.
+    """
+
+    ratio: float
+    low: float
+    high: float
+    coverage: float
+    exact: bool
+    n: int
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """``(low, high)``."""
+        return (self.low, self.high)
+
+
+def paired_ratio_ci(base: Sequence[float], new: Sequence[float], confidence: float = CONFIDENCE) -> PairedRatio:
+    """Median of the per-round ratios ``base[i] / new[i]``, its order-statistic interval and that interval's coverage.
+
+    The interval is :func:`median_ci` of the ratios, rounds taken as
+    independent: with fewer than 6 rounds it is ``[min, max]`` of the ratios and
+    covers less than 95% (``1 - 2**(1 - n)``: 75% over 3 rounds).
+
+    Examples
+    --------
+    >>> r = paired_ratio_ci([2.0, 3.0, 2.4], [1.0, 2.0, 2.0])
+    >>> r.ratio, r.ci, r.coverage, r.exact, r.n
+    (1.5, (1.2, 2.0), 0.75, False, 3)
+    >>> paired_ratio_ci([2.0] * 6, [1.0] * 6).coverage
+    0.96875
+    """
+    b, n = _as_array(base, "base"), _as_array(new, "new")
+    if b.size != n.size:
+        raise ValueError(f"paired_ratio needs one sample per round of each: {b.size} != {n.size}")
+    if np.any(n <= 0):
+        raise ValueError("paired_ratio needs positive new samples")
+    ratios = b / n
+    ci = median_ci(ratios, confidence)
+    return PairedRatio(float(np.median(ratios)), ci.low, ci.high, ci.coverage, ci.exact, int(ratios.size))
+
+
 def paired_ratio(
     base: Sequence[float], new: Sequence[float], confidence: float = CONFIDENCE
 ) -> tuple[float, tuple[float, float], bool]:
     """Median of the per-round ratios ``base[i] / new[i]`` and its order-statistic CI.
+
+    :func:`paired_ratio_ci` is the same with the interval's coverage.
 
     Returns
     -------
@@ -432,14 +509,103 @@ def paired_ratio(
     >>> paired_ratio([2.0, 4.0, 2.2, 2.0, 2.0, 2.1], [1.0, 2.0, 1.1, 1.0, 1.0, 1.05])
     (2.0, (2.0, 2.0), True)
     """
-    b, n = _as_array(base, "base"), _as_array(new, "new")
-    if b.size != n.size:
-        raise ValueError(f"paired_ratio needs one sample per round of each: {b.size} != {n.size}")
-    if np.any(n <= 0):
-        raise ValueError("paired_ratio needs positive new samples")
-    ratios = b / n
-    ci = median_ci(ratios, confidence)
-    return float(np.median(ratios)), (ci.low, ci.high), ci.exact
+    r = paired_ratio_ci(base, new, confidence)
+    return r.ratio, r.ci, r.exact
+
+
+def format_coverage(coverage: float) -> str:
+    """An interval's coverage as printed beside it: a percentage rounded down to 0.1%.
+
+    Rounded down, so that the printed coverage is never more than the real one.
+
+    Examples
+    --------
+    >>> format_coverage(0.75), format_coverage(0.875), format_coverage(0.9375), format_coverage(0.96875)
+    ('75%', '87.5%', '93.7%', '96.8%')
+    >>> format_coverage(median_ci_ranks(3)[2])   # [min, max] of 3 samples
+    '75%'
+    """
+    if not 0.0 <= coverage <= 1.0:
+        raise ValueError(f"coverage must be in [0, 1], got {coverage!r}")
+    tenths = math.floor(coverage * 1000 + 1e-9)  # 0.75 * 1000 may land a hair below 750
+    text = f"{tenths / 10:.1f}"
+    return (text[:-2] if text.endswith(".0") else text) + "%"
+
+
+#: The three verdicts of a target: its interval on its side, across it, on the other side.
+VERDICTS = ("met", "not shown", "not met")
+_DIRECTIONS = (">=", "<=")
+
+
+def verdict(interval: Sequence[float] | None, target: float, direction: str = ">=") -> str:
+    """Whether an interval shows a target: ``"met"``, ``"not shown"`` or ``"not met"``.
+
+    Parameters
+    ----------
+    interval : (low, high) or None
+        The interval of the estimate (a paired ratio's, a median's). ``None`` or
+        a NaN bound: nothing is shown.
+    target : float
+        The bound the estimate should clear.
+    direction : {">=", "<="}
+        ``">="``: the estimate should be at least ``target`` (a speedup); met when
+        the interval's lower end is at or above it, not met when its upper end is
+        below it. ``"<="``: at most ``target`` (a slowdown); met when the upper
+        end is at or below it, not met when the lower end is above it.
+
+    Returns
+    -------
+    str
+        One of :data:`VERDICTS`. An interval that straddles the target is ``"not
+        shown"`` whatever its point estimate.
+
+    Examples
+    --------
+    >>> verdict((0.993, 1.703), 1.05)          # the point estimate 1.197 clears it; the interval does not
+    'not shown'
+    >>> verdict((1.06, 1.31), 1.05), verdict((0.91, 1.02), 1.05)
+    ('met', 'not met')
+    >>> verdict((1.02, 1.08), 1.10, "<="), verdict((1.04, 1.23), 1.10, "<="), verdict((1.12, 1.3), 1.10, "<=")
+    ('met', 'not shown', 'not met')
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction must be one of {list(_DIRECTIONS)}, got {direction!r}")
+    if interval is None:
+        return "not shown"
+    low, high = (float(x) for x in interval)
+    if math.isnan(low) or math.isnan(high):
+        return "not shown"
+    if low > high:
+        raise ValueError(f"interval must be (low, high) with low <= high, got {tuple(interval)!r}")
+    if direction == ">=":
+        return "met" if low >= target else "not met" if high < target else "not shown"
+    return "met" if high <= target else "not met" if low > target else "not shown"
+
+
+def combine_verdicts(verdicts: Sequence[str], need: str = "all") -> str:
+    """The verdict of several targets together: ``need="all"`` of them, or ``"any"`` (at least one).
+
+    ``"all"``: met when every one is met, not met when one is not met, else not
+    shown. ``"any"``: met when one is met, not met when every one is not met,
+    else not shown.
+
+    Examples
+    --------
+    >>> combine_verdicts(["met", "not shown"]), combine_verdicts(["met", "not met", "not shown"])
+    ('not shown', 'not met')
+    >>> combine_verdicts(["not met", "met"], "any"), combine_verdicts(["not met", "not shown"], "any")
+    ('met', 'not shown')
+    """
+    if need not in ("all", "any"):
+        raise ValueError(f"need must be 'all' or 'any', got {need!r}")
+    verdicts = list(verdicts)
+    unknown = [v for v in verdicts if v not in VERDICTS]
+    if unknown or not verdicts:
+        raise ValueError(f"verdicts must be a non-empty sequence of {list(VERDICTS)}, got {verdicts!r}")
+    sure, opposite = ("not met", "met") if need == "all" else ("met", "not met")
+    if sure in verdicts:
+        return sure
+    return opposite if all(v == opposite for v in verdicts) else "not shown"
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
