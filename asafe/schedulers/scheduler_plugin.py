@@ -29,6 +29,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
+from . import hosts
 from .bandwidth import LinkEstimate
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
@@ -225,6 +226,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
+        # --- per-host signals (asafe.schedulers.hosts): cpu, memory, external_cpu of the busiest worker host
+        self._detach_signals.append(hosts.attach(self))
+        # ---
         self._attached = True
         from tornado.ioloop import PeriodicCallback
 
@@ -692,6 +696,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 "next_wave": sum(1 for entry in self._scheduled.values() if not entry.ready),
                 "rejected": dict(tracker.rejected),
             }
+        if "hosts" in what:  # per-host signals (asafe.schedulers.hosts)
+            out["hosts"] = hosts.info(self)
         if "fallbacks" in what:
             out["fallbacks"] = dict(self.fallbacks)
         if "plugin" in what:
