@@ -40,6 +40,7 @@ SUITES: dict[str, str] = {
     "overhead": "cost of asafe's tracking on Dask's schedulers (20k trivial tasks, with and without)",
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
+    "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 
 #: Modules of this folder that are not suites: the harness, the parts of the phased suite, the evaluation
