@@ -145,6 +145,44 @@ def test_bad_settings_name_the_key():
             host_signals.settings()
 
 
+def test_the_scheduler_combines_the_workers_reports_in_process():
+    """Without root: a LocalCluster whose scheduler is told its host is none of the workers' (so every worker
+    host is "remote" and read from the heartbeats), then one worker's report taken away."""
+    import asafe
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        handle = asafe.install(client)
+        plugin = cluster.scheduler.plugins["asafe"]
+        (host,) = {w["host"] for w in client.scheduler_info()["workers"].values()}
+        assert handle.info("hosts")["hosts"]["hosts"][host]["source"] == "the scheduler's host (psutil here)"
+        plugin._local_hosts = frozenset()  # the workers' host is now another host than the scheduler's
+
+        def table():
+            plugin.host_signals._next = 0.0  # recombine now
+            return handle.info("hosts")["hosts"]
+
+        deadline = time.time() + 20
+        while math.isnan(table()["signals"]["external_cpu"]) and time.time() < deadline:
+            time.sleep(0.2)
+        info = table()
+        row = info["hosts"][host]
+        assert row["source"] == "workers' reports (machine)" and row["workers"] == 2, info
+        assert 0.0 <= info["signals"]["external_cpu"] <= 1.0 and info["signals"] == {
+            k: row[k] for k in ("cpu", "memory", "external_cpu")}
+        client.run(lambda dask_worker: dask_worker.metrics.pop("asafe-host", None) is not None,
+                   workers=[sorted(client.scheduler_info()["workers"])[0]])
+        deadline = time.time() + 20
+        while not table()["hosts"][host].get("unknown") and time.time() < deadline:
+            time.sleep(0.2)
+        info = table()
+        assert math.isnan(info["signals"]["external_cpu"]) and math.isnan(info["hosts"][host]["cpu"])
+        assert "no report in its heartbeat" in info["hosts"][host]["unknown"][0]
+        handle.uninstall()
+        assert not any(client.run(lambda dask_worker: "asafe-host" in dask_worker.metrics).values())
+
+
 # --------------------------------------------------------------------------- on a real topology
 @pytest.fixture(scope="module")
 def topology_available():

@@ -35,8 +35,8 @@ The pieces:
     in a host (``ip netns exec``), and removes everything on :meth:`Topology.close`,
     at interpreter exit, and -- for a run that was killed -- at the next build or
     :func:`cleanup_stale`: namespaces whose pid is gone are removed with every
-    process still in them. Processes started in a host die with the process that
-    started them (``PR_SET_PDEATHSIG``).
+    process still in them. Processes started in a host die with the thread that
+    started them (``setpriv --pdeathsig KILL``, where util-linux has it).
 :class:`HostCluster`
     A Dask cluster on a topology: ``dask scheduler`` in host 0, ``dask worker``
     in hosts 1..N-1 (each with its own address), and the environment for a
@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import functools
 import json
 import os
@@ -113,7 +112,6 @@ SCHEDULER_PORT = 8786
 WORKER_HOST_SCOPE = "netns"
 
 _NAME = re.compile(rf"^{re.escape(PREFIX)}(?P<pid>\d+)(?P<serial>[a-z]*)-(?P<role>sw|\d+)$")
-_PR_SET_PDEATHSIG = 1
 
 
 class HostsUnavailable(RuntimeError):
@@ -243,11 +241,16 @@ def cleanup_stale() -> list[str]:
     return names
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except Exception:
-        pass
+def _die_with_parent() -> list[str]:
+    """The command prefix that makes a child die with its parent: ``setpriv --pdeathsig KILL`` (util-linux).
+
+    A prefix rather than a ``preexec_fn`` (which the subprocess documentation
+    calls unsafe in a process with threads, as a Dask client's is). Without
+    setpriv the prefix is empty: a killed run's processes are then ended by
+    :func:`cleanup_stale` (the next build).
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 # --------------------------------------------------------------------------- the topology
@@ -268,8 +271,9 @@ class Topology:
             topo.run(0, ["python", "-c", "print('in host 0')"])
 
     Processes started in a host (:meth:`popen`) are killed on :meth:`close`, and
-    die with the thread that started them: start them from a thread that lives
-    as long as the topology (the main thread).
+    die with the thread that started them (the kernel's parent-death signal
+    follows the thread): start them from a thread that lives as long as the
+    topology (the main thread).
     """
 
     def __init__(self, n_hosts: int, link: str | Any = "1gbit", *, _trial: bool = False) -> None:
@@ -373,20 +377,20 @@ class Topology:
 
     # running ----------------------------------------------------------------------------
     def command(self, host: int, argv: Sequence[str]) -> list[str]:
-        """``ip netns exec <host's namespace> argv...``."""
+        """``ip netns exec <host's namespace> argv...`` (after :func:`_die_with_parent`'s prefix)."""
         if not self._built:
             raise RuntimeError("the topology is not built (use it as a context manager, or call build())")
-        return [self._ip, "netns", "exec", self.hosts[host].netns, *map(str, argv)]
+        return [*_die_with_parent(), self._ip, "netns", "exec", self.hosts[host].netns, *map(str, argv)]
 
     def popen(self, host: int, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         """Start ``argv`` in host ``host``; it is stopped on :meth:`close` and dies with its starter."""
-        process = subprocess.Popen(self.command(host, argv), preexec_fn=_die_with_parent, **kwargs)
+        process = subprocess.Popen(self.command(host, argv), **kwargs)
         self._processes.append(process)
         return process
 
     def run(self, host: int, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
         """Run ``argv`` in host ``host`` to its end (keyword arguments go to :func:`subprocess.run`)."""
-        return subprocess.run(self.command(host, argv), preexec_fn=_die_with_parent, **kwargs)
+        return subprocess.run(self.command(host, argv), **kwargs)
 
     def netns_id(self, host: int) -> str:
         """The kernel's identity of a host's namespace (``net:[inode]``), as ``/proc/PID/ns/net`` reads it."""

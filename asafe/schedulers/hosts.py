@@ -406,6 +406,7 @@ class HostSignals:
         self._next = 0.0
         self._values: dict[str, float] = {}
         self._table: dict[str, dict[str, Any]] = {}
+        self._local_only = True  # every worker on the scheduler's host (or none): its own reading, live
         self._lock = threading.Lock()
 
     def attach(self, runtime: Any) -> Callable[[], None]:
@@ -432,12 +433,20 @@ class HostSignals:
         return source
 
     def read(self) -> dict[str, float]:
-        """The combined signals, recomputed at most every :data:`COMBINE_INTERVAL` seconds."""
+        """The combined signals, recomputed at most every :data:`COMBINE_INTERVAL` seconds.
+
+        Where every worker runs on the scheduler's host (or there is none), the
+        scheduler's own reading is served as it is, exactly as without this module.
+        """
         now = time.monotonic()
         if now >= self._next or not self._values:
             with self._lock:
                 self._next = now + COMBINE_INTERVAL
                 self._values, self._table = self._combine()
+        if self._local_only:
+            system = self.plugin.runtime.system_signals
+            if system is not None:
+                return system.read()
         return self._values
 
     def _combine(self) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
@@ -448,12 +457,13 @@ class HostSignals:
         by_host: dict[str, list] = {}
         for ws in list(getattr(scheduler, "workers", {}).values()):
             by_host.setdefault(ws.host, []).append(ws)
+        local = plugin._local_hosts
+        self._local_only = all(host in local for host in by_host)
         if not by_host:  # no worker: the scheduler's host, as before
             return {name: local_reading.get(name, _NAN) for name in SIGNALS}, {}
         from distributed.metrics import time as now_time
 
         now = now_time()
-        local = plugin._local_hosts
         loads, table = {}, {}
         for host, workers in by_host.items():
             if host in local:
