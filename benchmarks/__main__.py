@@ -12,6 +12,12 @@ network namespace whose loopback is rate-limited by ``tc tbf``
 (:mod:`asafe.app.link`), so the clusters the suite starts talk over that link. A
 rate that cannot be read, or a machine where no namespace can be made, exits with
 status 2 and says what is needed.
+
+``--hosts N`` (with ``--link RATE``: each host's link) runs the suite on a
+multi-host topology instead (:mod:`asafe.app.hosts`): N network namespaces on a
+bridge, the scheduler in host 0 and a worker in each other host; the suite runs
+in host 0 and gets that cluster from :func:`asafe.app.hosts.cluster_client`. Only
+suites that set ``SUPPORTS_HOSTS = True`` accept it (``wire``).
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ SUITES: dict[str, str] = {
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
     "workloads": "dask.array, dask.dataframe and futures workloads on four data kinds: Dask, asafe, each static codec",
+    "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 
 #: Modules of this folder that are not suites: the harness, the parts of the phased suite, the evaluation
@@ -82,7 +89,10 @@ def _parser() -> argparse.ArgumentParser:
             "  --max-seconds S    sampling budget per measurement\n"
             "  --rel-ci R         target half-width of the median's 95% CI (default: 0.05)\n"
             "  --link RATE        run behind a loopback shaped to RATE (1gbit, 100mbit; tc tbf in a\n"
-            "                     private network namespace; Linux, root or user namespaces)"
+            "                     private network namespace; Linux, root or user namespaces)\n"
+            "  --hosts N          (wire) run on N hosts: network namespaces on a bridge, each link shaped\n"
+            "                     to --link RATE; scheduler and suite in host 0, a worker in each other\n"
+            "                     host (Linux, root; asafe.app.hosts)"
         ),
     )
     parser.add_argument("suite", choices=sorted(suites), metavar="SUITE", help="the suite to run (listed below)")
@@ -98,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     line when ``argv`` is None); this call then does not return.
     """
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    status = _enter_link(args.options, argv)
+    if _requested(args.options, "--hosts") is not None:  # --link is then each host's link
+        status = _enter_hosts(args.suite, args.options)
+    else:
+        status = _enter_link(args.options, argv)
     if status is not None:
         return status
     module_name = f"{__package__ or 'benchmarks'}.{args.suite}"
@@ -115,6 +128,85 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"suite {args.suite} has no main(argv) function", file=sys.stderr)
         return 2
     return int(run(args.options) or 0)
+
+
+def _requested(options: Sequence[str], option: str) -> str | None:
+    """The value of ``option`` among a suite's options (``--hosts 3``, ``--hosts=3``), or None."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument(option, default=None)
+    known, _ = pre.parse_known_args(list(options))
+    return getattr(known, option.lstrip("-").replace("-", "_"))
+
+
+def _enter_hosts(suite: str, options: Sequence[str]) -> int | None:
+    """Run the suite in host 0 of a multi-host topology if the options ask for one (``--hosts N``).
+
+    Outside a topology: builds ``N`` hosts (:mod:`asafe.app.hosts`) with each
+    host's link shaped to ``--link RATE``, starts the scheduler in host 0 and a
+    worker in each other host, runs ``python -m benchmarks SUITE [options]`` in
+    host 0 to its end, removes everything, and returns the suite's exit status.
+    Inside the topology it was started for: ``None`` (go on). A suite that does
+    not run its cluster on a topology (``SUPPORTS_HOSTS``), a count or rate that
+    cannot be read, or a machine where no topology can be built: exit status 2
+    and what is wrong or missing, before anything starts.
+    """
+    import os
+
+    requested, rate_text = _requested(options, "--hosts"), _requested(options, "--link")
+    if requested is None:
+        return None
+    from asafe.app import hosts, link
+
+    try:
+        n_hosts = hosts.parse_hosts(requested)
+        spec = link.parse_link(rate_text)
+    except ValueError as exc:
+        print(f"--hosts {requested}: {exc}", file=sys.stderr)
+        return 2
+    rate = spec.rate if spec is not None else None
+    inside = hosts.current()
+    if inside is not None:
+        if inside.get("n_hosts") != n_hosts or inside.get("rate") != rate:
+            print(f"--hosts {n_hosts} --link {rate_text}: this process runs in a topology of "
+                  f"{inside.get('n_hosts')} hosts behind {inside.get('rate') or 'unshaped links'}", file=sys.stderr)
+            return 2
+        return None
+    if not _supports_hosts(suite):
+        able = sorted(name for name in available_suites() if _supports_hosts(name))
+        print(f"--hosts: suite {suite} does not run its cluster on a multi-host topology; suites that do: "
+              f"{', '.join(able) or 'none'}", file=sys.stderr)
+        return 2
+    try:
+        hosts.check_available()
+    except hosts.HostsUnavailable as exc:
+        print(f"--hosts {n_hosts}: {exc}", file=sys.stderr)
+        return 2
+    import signal
+
+    root = Path(__file__).resolve().parent.parent
+    # SIGTERM (a timeout, a job scheduler) ends the run like Ctrl-C: the topology is removed on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    with hosts.Topology(n_hosts, spec) as topology, hosts.HostCluster(topology, pythonpath=[str(root)]) as cluster:
+        workers = cluster.wait()
+        print(f"hosts: {n_hosts} network namespaces on a bridge, each link {spec or 'unshaped'}; scheduler "
+              f"{cluster.scheduler_address} (host 0, with the suite), workers {', '.join(workers)}", flush=True)
+        done = topology.run(0, [sys.executable, "-m", __package__ or "benchmarks", suite, *options],
+                            env=cluster.client_env(), cwd=os.getcwd())
+    return done.returncode
+
+
+def _supports_hosts(name: str) -> bool:
+    """Whether suite ``name``'s module sets ``SUPPORTS_HOSTS = True`` (read without importing it)."""
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SUPPORTS_HOSTS" for t in node.targets)
+                and isinstance(node.value, ast.Constant)):
+            return node.value.value is True
+    return False
 
 
 def _enter_link(options: Sequence[str], argv: Sequence[str] | None) -> int | None:

@@ -417,13 +417,18 @@ def credit_git_at_start(env: dict[str, Any], at_start: dict[str, Any]) -> dict[s
 
 
 # --------------------------------------------------------------------------- command line
-def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float = 30.0) -> argparse.ArgumentParser:
+def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float = 30.0,
+                         hosts: bool = False) -> argparse.ArgumentParser:
     """Add the options every suite accepts: ``--quick``, ``--out``, ``--max-seconds``, ``--rel-ci``, ``--link``.
 
     ``max_seconds`` is the suite's default sampling budget per measurement.
     ``--link RATE`` gives the :class:`asafe.app.link.Link` the suite runs behind
     (``None``: the loopback as it is); every results file records it in its
     environment (``environment["link"]``, with a measured check).
+    ``hosts=True`` adds ``--hosts N`` for a suite that gets its cluster from
+    :func:`asafe.app.hosts.cluster_client` (and sets ``SUPPORTS_HOSTS = True``):
+    ``python -m benchmarks SUITE --hosts N`` runs the suite in host 0 of a
+    multi-host topology, where the option is accepted; elsewhere it is refused.
     """
     parser.add_argument("--quick", action="store_true",
                         help="smaller problems and budgets: a smoke run, not a result to report")
@@ -437,7 +442,27 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float 
                         help="run behind a loopback shaped to RATE (tc units: 1gbit, 100mbit) in a private "
                              "network namespace; python -m benchmarks re-executes itself there "
                              "(default: the loopback as it is)")
+    if hosts:
+        parser.add_argument("--hosts", type=int, action=_HostsAction, default=None, metavar="N",
+                            help="run on N hosts (network namespaces on a bridge, each link shaped to --link "
+                                 "RATE; scheduler and suite in host 0, a worker in each other host); "
+                                 "python -m benchmarks re-executes the suite there (default: one host)")
     return parser
+
+
+class _HostsAction(argparse.Action):
+    """``--hosts N``: the suite must already run in host 0 of a topology of N hosts (see :class:`_LinkAction`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from asafe.app.hosts import current
+
+        inside = current()
+        if inside is None or inside.get("n_hosts") != values:
+            parser.error(f"--hosts {values}: this process does not run in host 0 of a topology of {values} hosts; "
+                         f"run the suite as `python -m benchmarks SUITE --hosts {values} [--link RATE]`, which "
+                         f"builds it and runs the suite there")
+        setattr(namespace, self.dest, values)
 
 
 def _link_rate(text: str) -> Any:
@@ -461,9 +486,13 @@ class _LinkAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
+        from asafe.app.hosts import current as current_hosts
         from asafe.app.link import current
 
         inside = current()
+        topology = current_hosts()
+        if topology is not None and values is not None and topology.get("rate") == values.rate:
+            inside = values  # each host's link of a multi-host topology (asafe.app.hosts)
         if values is not None and (inside is None or inside.rate != values.rate):
             parser.error(f"--link {values.rate}: this process does not run behind that link "
                          f"({'the loopback as it is' if inside is None else 'it runs behind ' + inside.rate}); "

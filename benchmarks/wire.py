@@ -20,7 +20,10 @@ Variants, interleaved in rotating order on one cluster (rule 5):
 
 ``python -m benchmarks wire --link 1gbit`` runs behind a loopback shaped by tc
 in a private network namespace (:mod:`asafe.app.link`); without it, the loopback
-as it is.
+as it is. ``--hosts 3 --link 1gbit`` runs on three hosts instead
+(:mod:`asafe.app.hosts`): network namespaces on a bridge, each host's link shaped
+to 1 Gbit/s, the scheduler and this suite in host 0 and one worker in each of
+hosts 1 and 2, so every transfer between the workers crosses two shaped links.
 
 ``--data random`` uses incompressible uniform random values; ``--burn N`` runs N
 cpu-spinning processes during the timed steps (a competing compute phase) and
@@ -46,6 +49,8 @@ from asafe.app import stats
 from . import harness
 
 VARIANTS = ("dask", "adaptive", "always", "ratio-only", "host-cpu")
+#: ``--hosts N`` runs this suite's cluster on a multi-host topology (benchmarks.__main__, asafe.app.hosts).
+SUPPORTS_HOSTS = True
 
 
 def smooth_block(block: np.ndarray) -> np.ndarray:
@@ -102,7 +107,7 @@ def codec_throughput(data: np.ndarray) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks wire", description=__doc__.splitlines()[0])
-    harness.add_common_arguments(parser, max_seconds=600.0)
+    harness.add_common_arguments(parser, max_seconds=600.0, hosts=True)
     parser.add_argument("--data", choices=("smooth", "random"), default="smooth")
     parser.add_argument("--size", type=int, default=4096, help="rows = columns / 2 of the float64 array")
     parser.add_argument("--rounds", type=int, default=7)
@@ -122,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import dask
     import dask.array as da
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
 
     import asafe
+    from asafe.app.hosts import cluster_client
     from asafe.schedulers import wire
 
     git_at_start = stats.git_state()  # the code that runs (see harness.credit_git_at_start)
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         x = x.map_blocks(smooth_block)
     reference = x.compute(scheduler="threads")
     codec = codec_throughput(reference[:chunk])
-    print(f"codec {codec['settings']['codec']} (blosc2, shuffle) on one {codec['bytes'] / 2**20:.0f} MiB block: "
+    print(f"codec {codec['settings'].get('codec', 'blosc2, chosen per frame')} on one {codec['bytes'] / 2**20:.0f} MiB block: "
           f"ratio {codec['ratio']:.2f}, compress {codec['compress_MBps_per_core']:.0f} MB/s, "
           f"decompress {codec['decompress_MBps_per_core']:.0f} MB/s per core")
 
@@ -148,9 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         [asafe.Optimization("wire-compression", asafe.Hysteresis(0.5, 2.0), initial=False)], signals=False)
     host_cpu = asafe.AdaptiveRuntime([asafe.Optimization("wire-compression", asafe.AllOf(
         [asafe.Hysteresis(0.5, 2.0), asafe.Hysteresis(0.5, 0.8, metric="cpu")]), initial=False)])
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        client.wait_for_workers(2)
+    with cluster_client(n_workers=2, threads_per_worker=1) as client:  # or the --hosts topology's
         xp = client.persist(x)
         wait(xp)
         for rnd, order in enumerate(stats.rotations(variants, args.rounds)):

@@ -17,6 +17,10 @@
   mode is measured against (and the hybrid of the two);
 * :mod:`~asafe.app.load` -- competing jobs (a memory stream, a bulk flow on the
   link) that a phase of the workload can run beside: phases that change under load;
+* :mod:`~asafe.app.link` -- a command behind a loopback shaped by tc in a network
+  namespace of its own (``--link RATE``);
+* :mod:`~asafe.app.hosts` -- a cluster of several hosts on one machine: network
+  namespaces on a bridge, each host's link shaped (``--hosts N``);
 * :mod:`~asafe.app.stats` -- the one statistics module (medians,
   order-statistic intervals, paired ratios, stop rule) of the demo and of every
   benchmark suite;

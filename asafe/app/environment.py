@@ -102,9 +102,10 @@ def git_state(path: str | os.PathLike | None = None) -> dict[str, Any]:
 
 
 def _link() -> dict[str, Any]:
+    from .hosts import describe as hosts
     from .link import describe
 
-    return describe()
+    return hosts() or describe()  # a multi-host topology's links, or the loopback's
 
 
 def environment(**extra: Any) -> dict[str, Any]:
@@ -125,8 +126,9 @@ def environment(**extra: Any) -> dict[str, Any]:
         imported), ``threads`` (thread environment variables, threadpoolctl pools,
         numba's threads and threading layer if numba is imported), ``load_average``
         (1, 5, 15 min: these machines are shared), ``git`` (commit and dirty flag
-        of the imported asafe's tree), ``link`` (the loopback as it is, or the shaped
-        link of :mod:`asafe.app.link` with its measured check), ``time`` (UTC), then
+        of the imported asafe's tree), ``link`` (the loopback as it is, the shaped
+        link of :mod:`asafe.app.link` with its measured check, or the hosts and links of a
+        multi-host topology, :mod:`asafe.app.hosts`), ``time`` (UTC), then
         ``extra``. Plain data, ready for JSON.
     """
     import psutil

@@ -15,6 +15,9 @@ controller's states to where tasks run:
 * :mod:`~asafe.schedulers.worker_plugin` -- the worker plugin (it holds the
   states on each worker and reports the sizes of what a worker made and
   received); :mod:`~asafe.schedulers.protocol` holds what the two plugins share;
+* :mod:`~asafe.schedulers.hosts` -- per-host signals: each worker host reports
+  its cpu and memory load in its heartbeats, the scheduler plugin combines the
+  busiest host into the mode;
 * :mod:`~asafe.schedulers.wire` -- wire-compression's codec in the
   serialization of every process where asafe is enabled;
 * :mod:`~asafe.schedulers.distributed` -- :func:`asafe.install` and

@@ -151,7 +151,7 @@ class RuntimeHandle:
     # raw access ---------------------------------------------------------------------
     def info(self, *what: str) -> dict[str, Any]:
         """Plain data from the scheduler: ``states``, ``mode``, ``history``, ``timeline``,
-        ``errors``, ``explain``, ``tracker``, ``plugin``, ``fallbacks`` (any of them)."""
+        ``errors``, ``explain``, ``tracker``, ``plugin``, ``fallbacks``, ``hosts`` (any of them)."""
         reply = self.client.sync(
             self.client.scheduler.asafe_info, what=list(what or ("states", "mode")),
             callback_timeout=_timeout(None),

@@ -228,6 +228,10 @@ def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
             "next_wave": plugin.scheduled_count()[1],
             "rejected": dict(tracker.rejected),
         }
+    if "hosts" in what:  # per-host signals (asafe.schedulers.hosts)
+        from . import hosts
+
+        out["hosts"] = hosts.info(plugin)
     if "fallbacks" in what:
         out["fallbacks"] = dict(plugin.fallbacks)
     if "plugin" in what:

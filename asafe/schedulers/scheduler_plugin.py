@@ -29,6 +29,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
+from . import hosts
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
@@ -226,6 +227,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
+        # --- per-host signals (asafe.schedulers.hosts): cpu, memory, external_cpu of the busiest worker host
+        self._detach_signals.append(hosts.attach(self))
+        # ---
         self._attached = True
         from tornado.ioloop import PeriodicCallback
 

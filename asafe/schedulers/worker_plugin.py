@@ -25,7 +25,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import board, sizes, wire
+from . import board, hosts, sizes, wire
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
@@ -99,6 +99,9 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         worker.stream_handlers[STATES_OP] = self.receive
         worker.handlers["asafe_probe"] = self.probe
         worker.handlers["asafe_probe_payload"] = _probe_payload
+        # --- per-host signals (asafe.schedulers.hosts): this host's load in every heartbeat
+        hosts.attach_worker(worker)
+        # ---
         if worker.status in WORKER_ANY_RUNNING:
             await self._hello()  # install() returns with the states in place
         else:  # a --preload runs before the worker has registered with its scheduler
@@ -114,6 +117,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             worker.stream_handlers[STATES_OP] = _ignore
         if worker.handlers.get("asafe_probe") == self.probe:
             del worker.handlers["asafe_probe"]
+        hosts.detach_worker(worker)  # per-host signals (asafe.schedulers.hosts)
         if self._published:
             board.clear()
             self._published = False

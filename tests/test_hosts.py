@@ -1,0 +1,380 @@
+"""Multi-host clusters on one machine (asafe.app.hosts) and the per-host signals (asafe.schedulers.hosts).
+
+The unit tests need no privileges. The topology tests build network namespaces
+joined by a bridge (root, ``ip`` and ``tc``); where none can be built they skip
+and say why, except under ``ASAFE_TEST_REQUIRE_NETNS=1`` (set by ``.ci/run``,
+which runs as root on Linux), where that is a failure.
+
+On the topology: the scheduler and the client run in host 0, one worker in each
+of hosts 1 and 2, every host's link shaped to 1 Gbit/s. The client side of each
+test is a script run in host 0 that prints one JSON line.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from asafe.app import hosts
+from asafe.schedulers import hosts as host_signals
+
+import benchmarks.__main__ as bench_main
+
+
+# --------------------------------------------------------------------------- no privileges needed
+@pytest.mark.parametrize("value", [0, 1, 65, "three", 2.5, None, True])
+def test_a_bad_host_count_says_what_is_accepted(value):
+    with pytest.raises(ValueError, match="--hosts must be an integer from 2 to 64"):
+        hosts.parse_hosts(value)
+
+
+def test_names_carry_the_pid_and_addresses_are_private():
+    topo = hosts.Topology(4, "100mbit")
+    pid = str(os.getpid())
+    assert all(name.startswith(f"asafe-h{pid}") for name in topo.names)
+    assert len(set(topo.names)) == 5 and topo.switch.endswith("-sw")
+    assert [h.address for h in topo.hosts] == ["10.201.0.1", "10.201.0.2", "10.201.0.3", "10.201.0.4"]
+    assert hosts.Topology(2, "1gbit").switch != topo.switch  # a second topology of one process: other names
+    with pytest.raises(RuntimeError, match="not built"):
+        topo.command(0, ["true"])
+
+
+def test_stale_namespaces_are_those_of_dead_makers(monkeypatch):
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    names = [f"asafe-h{dead}-sw", f"asafe-h{dead}b-0", f"asafe-h{os.getpid()}-0", "someone-else", f"asafe-h{dead}-x"]
+    monkeypatch.setattr(hosts, "_ip_tc", lambda: ("/sbin/ip", "/sbin/tc"))
+    monkeypatch.setattr(hosts, "_netns_names", lambda ip: names)
+    assert hosts.stale_namespaces() == [f"asafe-h{dead}-sw", f"asafe-h{dead}b-0"]
+
+
+def test_a_leaked_variable_is_not_a_topology(monkeypatch):
+    monkeypatch.setenv(hosts.ENV_HOSTS, json.dumps({"netns": "net:[1]", "n_hosts": 3, "scheduler": "tcp://x:1"}))
+    assert hosts.current() is None and hosts.describe() is None
+    monkeypatch.setenv(hosts.ENV_HOSTS, "not json")
+    assert hosts.current() is None
+
+
+def test_missing_tools_are_named(monkeypatch):
+    from asafe.app import link
+
+    monkeypatch.setattr(link, "_tool", lambda name: None if name == "tc" else f"/usr/bin/{name}")
+    with pytest.raises(hosts.HostsUnavailable, match=r"missing on PATH .*: tc\. .*root"):
+        hosts._ip_tc()
+
+
+def test_hosts_fails_at_once_where_no_topology_can_be_built(monkeypatch, capsys):
+    def unavailable():
+        raise hosts.HostsUnavailable("this process runs as uid 1000, not root. A multi-host topology needs ...")
+
+    monkeypatch.setattr(hosts, "check_available", unavailable)
+    started = time.perf_counter()
+    assert bench_main.main(["wire", "--hosts", "3", "--link", "1gbit", "--quick"]) == 2
+    assert time.perf_counter() - started < 5
+    err = capsys.readouterr().err
+    assert "--hosts 3: this process runs as uid 1000, not root" in err
+
+
+def test_hosts_is_refused_by_a_suite_that_cannot_use_it(capsys):
+    assert bench_main.main(["overhead", "--hosts", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "suite overhead does not run its cluster on a multi-host topology" in err and "wire" in err
+    assert bench_main.main(["wire", "--hosts", "1"]) == 2
+    assert "from 2 to 64" in capsys.readouterr().err
+
+
+def test_the_suite_option_is_refused_outside_a_topology():
+    import argparse
+
+    from benchmarks import harness
+
+    parser = harness.add_common_arguments(argparse.ArgumentParser(prog="suite"), hosts=True)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--hosts", "3"])
+    assert parser.parse_args([]).hosts is None
+
+
+def test_host_load_counts_each_process_once_and_unknown_as_unknown():
+    a = {"pid": 7, "cpus": 8, "busy_cores": 6.0, "own_cores": 2.0, "memory": 0.25}
+    # 32 in-process workers of one process report the same process: its cores count once
+    load = host_signals.host_load([a] * 32)
+    assert load == {"cpu": 0.75, "memory": 0.25, "external_cpu": 0.5}
+    assert math.isnan(host_signals.host_load([a], workers=2)["external_cpu"])  # a worker did not report
+    assert math.isnan(host_signals.host_load([dict(a, busy_cores=float("nan"))])["cpu"])  # not measured yet
+    assert math.isnan(host_signals.host_load([dict(a, cpus=None)])["memory"])
+    combined = host_signals.combine({"x": load, "y": {"cpu": 0.1, "memory": 0.9, "external_cpu": 0.0}})
+    assert combined == {"cpu": 0.75, "memory": 0.9, "external_cpu": 0.5}
+
+
+def test_a_sampler_that_fails_reports_unknown(monkeypatch):
+    sampler = host_signals.HostSampler("machine", interval=0.0)
+    sampler()  # primes
+
+    def broken():
+        raise PermissionError("no access to /proc/stat")
+
+    monkeypatch.setattr(sampler._psutil, "cpu_times", broken)
+    report = sampler()
+    assert math.isnan(report["busy_cores"]) and "PermissionError" in report["error"]
+    assert all(math.isnan(v) for v in host_signals.host_load([report]).values())
+
+
+def test_the_namespace_scope_counts_this_namespace(tmp_path):
+    sampler = host_signals.HostSampler("netns", interval=0.0)
+    sampler()
+    time.sleep(0.2)
+    report = sampler()
+    assert report["error"] is None and report["scope"] == "netns"
+    assert report["busy_cores"] >= report["own_cores"] >= 0.0
+    assert 0.0 < report["memory"] < 1.0  # at least this process's resident bytes
+
+
+def test_bad_settings_name_the_key():
+    import dask
+
+    from asafe.core.validate import InvalidSetting
+
+    with dask.config.set({"asafe.distributed.host-signals.scope": "rack"}):
+        with pytest.raises(InvalidSetting, match="asafe.distributed.host-signals.scope must be one of machine, netns"):
+            host_signals.settings()
+
+
+def test_the_scheduler_combines_the_workers_reports_in_process():
+    """Without root: a LocalCluster whose scheduler is told its host is none of the workers' (so every worker
+    host is "remote" and read from the heartbeats), then one worker's report taken away."""
+    import asafe
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        handle = asafe.install(client)
+        plugin = cluster.scheduler.plugins["asafe"]
+        (host,) = {w["host"] for w in client.scheduler_info()["workers"].values()}
+        assert handle.info("hosts")["hosts"]["hosts"][host]["source"] == "the scheduler's host (psutil here)"
+        plugin._local_hosts = frozenset()  # the workers' host is now another host than the scheduler's
+
+        def table():
+            plugin.host_signals._next = 0.0  # recombine now
+            return handle.info("hosts")["hosts"]
+
+        deadline = time.time() + 20
+        while math.isnan(table()["signals"]["external_cpu"]) and time.time() < deadline:
+            time.sleep(0.2)
+        info = table()
+        row = info["hosts"][host]
+        assert row["source"] == "workers' reports (machine)" and row["workers"] == 2, info
+        assert 0.0 <= info["signals"]["external_cpu"] <= 1.0 and info["signals"] == {
+            k: row[k] for k in ("cpu", "memory", "external_cpu")}
+        client.run(lambda dask_worker: dask_worker.metrics.pop("asafe-host", None) is not None,
+                   workers=[sorted(client.scheduler_info()["workers"])[0]])
+        deadline = time.time() + 20
+        while not table()["hosts"][host].get("unknown") and time.time() < deadline:
+            time.sleep(0.2)
+        info = table()
+        assert math.isnan(info["signals"]["external_cpu"]) and math.isnan(info["hosts"][host]["cpu"])
+        assert "no report in its heartbeat" in info["hosts"][host]["unknown"][0]
+        handle.uninstall()
+        assert not any(client.run(lambda dask_worker: "asafe-host" in dask_worker.metrics).values())
+
+
+# --------------------------------------------------------------------------- on a real topology
+@pytest.fixture(scope="module")
+def topology_available():
+    try:
+        hosts.check_available()
+    except hosts.HostsUnavailable as exc:
+        if os.environ.get("ASAFE_TEST_REQUIRE_NETNS") == "1":
+            pytest.fail(f"{exc} (ASAFE_TEST_REQUIRE_NETNS=1 requires a multi-host topology)")
+        pytest.skip(f"no multi-host topology can be built here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def three_hosts(topology_available):
+    """A 3-host topology at 1 Gbit/s per host: the scheduler in host 0, a worker in hosts 1 and 2."""
+    with hosts.Topology(3, "1gbit") as topology, hosts.HostCluster(topology) as cluster:
+        cluster.wait()
+        yield topology, cluster
+
+
+def _in_host0(three_hosts, tmp_path, script: str, timeout: float = 120) -> dict:
+    topology, cluster = three_hosts
+    path = tmp_path / "client.py"
+    path.write_text(textwrap.dedent(script), encoding="utf-8")
+    done = topology.run(0, [sys.executable, str(path)], env=cluster.client_env(), capture_output=True,
+                        text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_PRELUDE = """
+    import json, math, time
+    import numpy as np
+    import asafe
+    from asafe.app import hosts
+
+    def drive(client, handle, seconds, until=None):
+        # evaluations happen on scheduler events: keep small graphs coming while the signals are read
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            client.gather(client.map(lambda x: x + 1, range(20), pure=False))
+            if until is not None and until(handle):
+                break
+            time.sleep(0.2)
+        return handle.info("hosts", "mode")
+
+    def nan_safe(x):
+        return None if isinstance(x, float) and math.isnan(x) else x
+"""
+
+
+def test_a_rechunk_across_three_hosts_with_asafe(three_hosts, tmp_path):
+    topology, cluster = three_hosts
+    report = _in_host0(three_hosts, tmp_path, _PRELUDE + """
+    import dask.array as da
+    with hosts.connect() as client:
+        handle = asafe.install(client)
+        x = da.random.RandomState(0).random_sample((1024, 2048), chunks=(128, 2048))
+        reference = x.compute(scheduler="sync")
+        y = client.persist(x.rechunk((1024, 128)))
+        result = y.compute()
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        holders = {addr for addrs in client.who_has(y).values() for addr in addrs}
+        info = drive(client, handle, 10, until=lambda h: all(
+            not math.isnan(row["external_cpu"]) for row in h.info("hosts")["hosts"]["hosts"].values()))
+        transfers = handle.info("plugin")["plugin"]["transfers"]
+        handle.uninstall()
+        print(json.dumps({"equal": result.tobytes() == reference.tobytes(), "workers": sorted(workers),
+                          "hosts": sorted(w["host"] for w in workers.values()), "holders": sorted(holders),
+                          "scheduler": client.scheduler.address, "transfers": transfers["count"],
+                          "table": {h: {k: nan_safe(v) for k, v in row.items() if k != "unknown"}
+                                    for h, row in info["hosts"]["hosts"].items()}}))
+    """)
+    assert report["equal"]
+    assert report["hosts"] == ["10.201.0.2", "10.201.0.3"]  # one worker per host, each on its own address
+    assert report["scheduler"].startswith("tcp://10.201.0.1:")
+    assert len(report["holders"]) == 2 and report["transfers"] > 0  # the data crossed between the hosts
+    table = report["table"]
+    assert sorted(table) == ["10.201.0.2", "10.201.0.3"]  # the scheduler's host runs no worker: not counted
+    for row in table.values():
+        assert row["source"] == "workers' reports (netns)" and row["workers"] == 1
+        assert row["external_cpu"] is not None and 0.0 <= row["external_cpu"] <= 1.0
+
+
+def test_a_busy_worker_host_is_seen_and_an_unreadable_one_is_unknown(three_hosts, tmp_path):
+    """A cpu burner in host 1's namespace: host 1's external_cpu rises, host 2's does not, and the mode sees it.
+
+    The hosts share the machine's cpus, so a machine-wide reading could not tell
+    them apart; the workers read their host as the processes of their network
+    namespace (``scope: netns``, set by HostCluster), where the burner is host 1's alone.
+    """
+    topology, cluster = three_hosts
+    quiet = """
+    rt = asafe.AdaptiveRuntime([asafe.Optimization(
+        "hosts-quiet", asafe.Hysteresis(0.02, 0.1, metric="external_cpu"), initial=True)], dwell=0, dwell_tasks=0)
+    with hosts.connect() as client:
+        handle = asafe.install(client, rt)
+        info = drive(client, handle, 25, until=lambda h: UNTIL)
+        table = info["hosts"]["hosts"]
+        out = {"state": handle.state("hosts-quiet"), "mode": nan_safe(info["mode"][1].get("external_cpu")),
+               "combined": nan_safe(info["hosts"]["signals"]["external_cpu"]),
+               "h1": nan_safe(table["10.201.0.2"]["external_cpu"]), "h2": nan_safe(table["10.201.0.3"]["external_cpu"]),
+               "why": table["10.201.0.3"].get("unknown")}
+        EXTRA
+        handle.uninstall()
+        print(json.dumps(out))
+    """
+    known = 'all(not math.isnan(r["external_cpu"]) for r in h.info("hosts")["hosts"]["hosts"].values()) and time.sleep(2) is None'
+    before = _in_host0(three_hosts, tmp_path, _PRELUDE + quiet.replace("UNTIL", known).replace("EXTRA", ""))
+    assert before["h1"] is not None and before["h2"] is not None
+    assert before["h1"] < 0.1 and before["h2"] < 0.1
+    assert before["state"] is True
+
+    burners = [topology.popen(1, [sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        time.sleep(1.0)
+        seen = 'h.state("hosts-quiet") is False'
+        unreadable = """
+        h2 = [w for w, info in client.scheduler_info(n_workers=-1)["workers"].items() if info["host"] == "10.201.0.3"]
+        client.run(lambda dask_worker: dask_worker.metrics.pop("asafe-host", None) is not None, workers=h2)
+        later = drive(client, handle, 15, until=lambda h: h.info("hosts")["hosts"]["hosts"]["10.201.0.3"]["unknown"])
+        out["unknown"] = {"mode": nan_safe(later["mode"][1].get("external_cpu")),
+                          "combined": nan_safe(later["hosts"]["signals"]["external_cpu"]),
+                          "h2": nan_safe(later["hosts"]["hosts"]["10.201.0.3"]["external_cpu"]),
+                          "why": later["hosts"]["hosts"]["10.201.0.3"]["unknown"]}
+        """
+        during = _in_host0(three_hosts, tmp_path, _PRELUDE + quiet.replace("UNTIL", seen).replace(
+            "EXTRA", textwrap.dedent(unreadable).replace("\n", "\n        ")))
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait(10)
+    assert during["h1"] is not None and during["h1"] > 0.1, during  # the burners' cores, over the machine's
+    assert during["h2"] is not None and during["h2"] < 0.1, during  # host 2 runs only its worker
+    assert during["combined"] == pytest.approx(during["h1"])  # the busiest host
+    assert during["state"] is False  # the domain read it: switched off
+    unknown = during["unknown"]
+    assert unknown["h2"] is None and unknown["combined"] is None  # unknown, never idle
+    assert any("no report in its heartbeat" in why for why in unknown["why"])
+
+
+# --------------------------------------------------------------------------- cleaning up
+def _names_of(pid: int) -> list[str]:
+    ip, _ = hosts._ip_tc()
+    return [n for n in hosts._netns_names(ip) if n.startswith(f"asafe-h{pid}")]
+
+
+def test_close_removes_every_namespace(topology_available):
+    with hosts.Topology(2, "100mbit") as topology:
+        names = topology.names
+        assert set(names) <= set(_names_of(os.getpid()))
+        sleeper = topology.popen(1, ["sleep", "600"])
+    assert not set(names) & set(_names_of(os.getpid()))
+    assert sleeper.poll() is not None  # stopped on close
+
+
+def test_a_killed_run_leaves_nothing_after_cleanup(topology_available, tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from asafe.app import hosts
+        topology = hosts.Topology(3, "1gbit").build()
+        cluster = hosts.HostCluster(topology).start()
+        cluster.wait()
+        print("ready", flush=True)
+        time.sleep(600)
+    """), encoding="utf-8")
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = run.stdout.readline()
+        assert line.strip() == "ready", run.stderr.read()[-3000:]
+        names = _names_of(run.pid)
+        assert len(names) == 4
+        ip, _ = hosts._ip_tc()
+        pids = [int(p) for n in names for p in subprocess.run([ip, "netns", "pids", n], capture_output=True,
+                                                               text=True).stdout.split()]
+        assert pids  # the scheduler and the workers run in them
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait(30)
+    assert set(names) <= set(hosts.stale_namespaces())  # its maker is gone
+    removed = hosts.cleanup_stale()
+    assert set(names) <= set(removed)
+    assert not _names_of(run.pid)
+    deadline = time.time() + 10
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)  # no process of the killed run is left
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
