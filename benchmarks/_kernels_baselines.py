@@ -71,7 +71,6 @@ def _geomean(values):
 
 @section("baselines", "numpy, scipy, GraphBLAS, MKL and asafe at 1 and 2 threads on a scale x dense-fraction sweep")
 def baselines(ctx: Context) -> None:
-    import scipy.sparse as sp
 
     from asafe.compression import TiledMatrix, kernels
 

@@ -89,7 +89,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import add
 from pathlib import Path
 from typing import Any
 

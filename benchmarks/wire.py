@@ -37,7 +37,6 @@ import copy
 import json
 import math
 import multiprocessing
-import os
 import time
 from pathlib import Path
 from typing import Any

@@ -11,13 +11,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import dask
-import pytest
 
 import asafe
-from asafe.schedulers import board
 
 ENV = "ASAFE_BOARD"  # ENV
 

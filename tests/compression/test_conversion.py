@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from asafe.compression import TiledMatrix, graph500
 from asafe.compression import layout as layout_mod
-from asafe.compression import matrix as matrix_mod
 from asafe.compression.layout import LAYOUT_ARRAYS
 
 

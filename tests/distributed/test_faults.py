@@ -18,7 +18,6 @@ and runs a real cluster with more key prefixes than the tracker may remember.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys

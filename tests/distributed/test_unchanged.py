@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import dask.array as da
-import numpy as np
 import pytest
 from distributed import Client
 
