@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # benchmarks is loaded from the checkout by tests/conftest.py
+from benchmarks import _workloads_cluster as wl_cluster
+from benchmarks import _workloads_defs as wl_defs
 from benchmarks import workloads as wl
 
 shapes = st.tuples(st.integers(1, 40), st.integers(1, 40))
@@ -253,7 +255,7 @@ def test_a_variant_with_a_wrong_result_is_failed_never_timed_and_leaves_nothing_
     codec = wl.codec_states()[0]
     wrong = wl.Workload(
         "wrong-when-compressing", "array", "adds 1 where wire-compression is on",
-        prepare=lambda c, spec: wl._persist(c, x=wl.kind_array(spec.kind, (64, 64), (16, 64), 1)),
+        prepare=lambda c, spec: wl_defs._persist(c, x=wl.kind_array(spec.kind, (64, 64), (16, 64), 1)),
         run=lambda c, inputs, spec: [inputs["x"].map_blocks(_add_one_when_compressing, dtype=np.float64)])
     variants = ["dask", f"static-{codec}"]
     result = wl.run_workload(client, wrong, wl.Spec("random", 1), variants, rounds=2, log=lambda line: None)
@@ -262,9 +264,9 @@ def test_a_variant_with_a_wrong_result_is_failed_never_timed_and_leaves_nothing_
     assert [s["variant"] for s in result["samples"]] == ["dask", "dask"]
     assert f"static-{codec}" not in result["warmup"]
     # every worker is back to plain Dask: no serializers wrapped, no state
-    for state in client.run(wl._worker_wire_state).values():
+    for state in client.run(wl_cluster._worker_wire_state).values():
         assert state == {"enabled": False, "on": False, "state": None}
-    assert wl._check_state(client, "dask") is None
+    assert wl_cluster._check_state(client, "dask") is None
     # the outputs and inputs are forgotten
     assert not client.run_on_scheduler(lambda dask_scheduler: [k for k in dask_scheduler.tasks if "add_one" in str(k)])
 
@@ -276,12 +278,12 @@ def test_plain_dask_refuses_to_run_after_a_variant_left_its_state(client):
     handle = asafe.install(client, asafe.AdaptiveRuntime(
         [asafe.Optimization("wire-compression", asafe.Fixed(codec), initial=codec)]))
     try:
-        assert wl._check_state(client, f"static-{codec}") is None
+        assert wl_cluster._check_state(client, f"static-{codec}") is None
         with pytest.raises(RuntimeError, match="the dask variant would see asafe left by the previous variant"):
-            wl._check_state(client, "dask")
+            wl_cluster._check_state(client, "dask")
     finally:
-        wl._uninstall(client, handle)
-    assert wl._check_state(client, "dask") is None
+        wl_cluster._uninstall(client, handle)
+    assert wl_cluster._check_state(client, "dask") is None
 
 
 def test_quick_run_of_two_workloads_on_every_data_kind(tmp_path, capsys):
@@ -322,5 +324,10 @@ def test_quick_run_of_two_workloads_on_every_data_kind(tmp_path, capsys):
 def test_doctests_of_the_suite():
     import doctest
 
-    failures, tried = doctest.testmod(wl, optionflags=doctest.ELLIPSIS)
+    from benchmarks import _workloads_data, _workloads_targets
+
+    failures = tried = 0
+    for module in (wl, _workloads_data, wl_defs, wl_cluster, _workloads_targets):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        failures, tried = failures + result.failed, tried + result.attempted
     assert failures == 0 and tried >= 30
