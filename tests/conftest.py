@@ -1,9 +1,16 @@
 """Shared set-up of the test suite.
 
 ``benchmarks`` is not installed: the tests of the benchmark harness load it from
-the checkout by file location, so the repository root never goes on
-``sys.path`` (it would shadow the installed ``asafe`` with the source folder,
-which lacks ``asafe.compression``).
+the checkout by file location. The repository root goes at the *end* of
+``sys.path``, never the front (there it would shadow the installed ``asafe`` with
+the source folder, which lacks ``asafe.compression`` and the compiled hooks): at
+the end it shadows nothing and makes ``benchmarks`` importable in the worker
+processes a ``LocalCluster`` spawns, which inherit this process's ``sys.path``.
+distributed pickles a graph with plain pickle first, so a benchmark's function
+reaches a worker by reference (``benchmarks.workloads._array_block``); under the
+``pytest`` script (unlike ``python -m pytest``, which puts the working directory
+first) nothing else makes the checkout importable there, and a worker that cannot
+unpickle a task loses its connection to the scheduler.
 """
 from __future__ import annotations
 
@@ -31,6 +38,8 @@ def _load_benchmarks() -> None:
 
 
 _load_benchmarks()
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 
 
 @pytest.fixture(scope="session")
