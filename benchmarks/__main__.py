@@ -41,6 +41,7 @@ SUITES: dict[str, str] = {
     "instructions": "the overhead workload's instructions per compute under cachegrind (deterministic; needs valgrind)",
     "paper": "the ASAFESSS paper's configuration (2048x2048, 128x128 tiles) and sweeps around it",
     "workloads": "dask.array, dask.dataframe and futures workloads on four data kinds: Dask, asafe, each static codec",
+    "startup": "what asafe's preload adds to starting a worker (Nanny) and a 2-worker LocalCluster",
     "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 

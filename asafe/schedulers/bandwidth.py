@@ -78,17 +78,21 @@ class LinkEstimate:
         #: The moving average of this installation's measured transfers (None before the first).
         self.measured: float | None = None
 
-    def observe(self, wire_bytes: float, seconds: float, codec_seconds: float = 0.0) -> None:
-        """Count one transfer of ``wire_bytes`` that took ``seconds``, ``codec_seconds`` of them in the codec.
+    def observe(self, wire_bytes: float, seconds: float) -> None:
+        """Count one transfer of ``wire_bytes`` that took ``seconds``, none of them in a codec.
 
-        The codec's share is taken out of the time, floored at a tenth of the
-        transfer: an estimate of the codec's seconds above the transfer's own
-        means a link faster than the codec, which the floor still reads as fast.
+        The caller leaves out transfers that a codec ran on (the scheduler
+        plugin's ``_transfer_seconds``): their link time would be their time
+        less an estimate of the codec's seconds, and that estimate errs both
+        ways. Read high, it closed the next run's gate behind 1 Gbit/s (the
+        compressed transfers of a rechunk of int ids read 240-480 MB/s, and
+        every other run sent its data as it was, ``docs/results/workloads/``);
+        read low, it would keep compression on over a link where it does not
+        pay. Either way compression would switch itself by its own effect.
         """
-        link_seconds = max(seconds - (codec_seconds or 0.0), 0.1 * seconds)
-        if wire_bytes < self.min_bytes or not link_seconds > 0:
+        if wire_bytes < self.min_bytes or not seconds > 0:
             return
-        sample = wire_bytes / link_seconds
+        sample = wire_bytes / seconds
         self.measured = sample if self.measured is None else (1 - self.weight) * self.measured + self.weight * sample
         if self.memory is not None:
             self.memory.bandwidth = self.measured

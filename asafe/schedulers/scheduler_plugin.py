@@ -545,7 +545,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 stats["unannotated"] += 1
             else:
                 extra = startstop.get(STARTSTOP_EXTRA, 0)
-            self.link.observe(wire, seconds, float(startstop.get(STARTSTOP_CODEC, 0.0) or 0.0))
+            if not startstop.get(STARTSTOP_CODEC):  # a codec's time in it: no measure of the link (LinkEstimate.observe)
+                self.link.observe(wire, seconds)
             corrected = seconds
             if self.transfer_correction and extra > 0:
                 corrected = uncompressed_seconds(seconds, wire + extra, wire, self.link())

@@ -1,6 +1,8 @@
 """asafe on a cluster changes nothing Dask does (issue 30).
 
-* no output is read back from a worker's store (a store that counts reads);
+* no output is read back from a worker's store (a store that counts reads), and
+  a store that refuses asafe's reads breaks nothing;
+* a reset of Dask's configuration in the middle of a run breaks nothing;
 * a client that never imports asafe reads every result from a ``--preload``
   cluster whose workers compress what they send each other (three processes
   behind a shaped link).
@@ -8,10 +10,12 @@
 from __future__ import annotations
 
 import collections
+import copy
 import os
 import sys
 import textwrap
 
+import dask
 import dask.array as da
 import pytest
 from distributed import Client
@@ -34,12 +38,30 @@ class CountingStore(collections.UserDict):
 
     def __getitem__(self, key):
         self.reads += 1
-        frame = sys._getframe(1)
-        while frame is not None:
-            if f"{os.sep}asafe{os.sep}" in frame.f_code.co_filename and "testing" not in frame.f_code.co_filename:
-                self.asafe_reads += 1
-                break
-            frame = frame.f_back
+        if _read_by_asafe():
+            self.asafe_reads += 1
+        return super().__getitem__(key)
+
+
+def _read_by_asafe() -> bool:
+    """Whether a frame of asafe's package (not its testing helpers) is on the caller's stack."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if f"{os.sep}asafe{os.sep}" in frame.f_code.co_filename and "testing" not in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class RefusingStore(collections.UserDict):
+    """A worker store that raises on any read made from asafe's code (as a disk store might on a lost file)."""
+
+    refused = 0
+
+    def __getitem__(self, key):
+        if _read_by_asafe():
+            self.refused += 1
+            raise OSError(f"this store refuses asafe's read of {key!r}")
         return super().__getitem__(key)
 
 
@@ -64,6 +86,43 @@ def test_no_output_is_read_back_from_the_store(make_cluster_factory, installed):
         writes, by_asafe = store_reads(client)
     assert writes > 0  # every output went into this store
     assert by_asafe == 0  # and asafe never read one back
+
+
+def test_a_store_that_refuses_reads_breaks_nothing(make_cluster_factory, installed):
+    with make_cluster_factory(data=RefusingStore, processes=False) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        expected = workload(client)
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            results = [workload(client) for _ in range(3)]
+            errors = handle.info("plugin")["plugin"]["errors"]
+        refused = sum(client.run(lambda dask_worker: dask_worker.data.refused).values())
+    assert results == [expected] * 3
+    assert refused == 0 and errors == []  # nothing asafe does needed a read
+
+
+def test_a_configuration_reset_in_the_middle_of_a_run_breaks_nothing(make_cluster_factory, installed):
+    # as distributed.utils_test.reset_config does, to a snapshot taken before asafe was imported; the
+    # scheduler and the workers share this process (processes=False), so they see the reset too
+    saved = copy.deepcopy(dask.config.config)
+    try:
+        with make_cluster_factory(processes=False) as cluster, Client(cluster) as client:
+            client.wait_for_workers(2)
+            expected = workload(client)
+            with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+                first = workload(client)
+                without_asafe = {k: v for k, v in copy.deepcopy(dask.config.config).items() if k != "asafe"}
+                dask.config.config.clear()
+                dask.config.config.update(without_asafe)
+                assert dask.config.get("asafe", None) is None
+                second = workload(client)
+                again = asafe.AdaptiveRuntime(signals=False)  # the defaults are still there to read
+                errors = handle.info("plugin")["plugin"]["errors"]
+    finally:
+        dask.config.config.clear()
+        dask.config.config.update(saved)
+    assert first == second == expected
+    assert set(again.states) == {"compression", "wire-compression"}
+    assert errors == []
 
 
 CLIENT = '''

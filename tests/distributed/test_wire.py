@@ -303,7 +303,9 @@ def test_a_received_frame_reports_the_bytes_saved_and_the_codecs_seconds():
     assert wire.take_received() == (0, 0, 0.0)
 
 
-def test_the_link_is_measured_without_the_codecs_seconds():
+def test_a_transfer_the_codec_ran_on_is_no_measure_of_the_link():
+    # its link time would be its time less an estimate of the codec's seconds, which errs both ways: read
+    # high, it closed the next run's gate; read low, it would keep compression on by its own effect
     from asafe.schedulers.protocol import STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA
     from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
 
@@ -311,10 +313,11 @@ def test_the_link_is_measured_without_the_codecs_seconds():
     batch = {"action": "transfer", "start": 10.0, "stop": 11.0,
              STARTSTOP_BYTES: 100_000_000, STARTSTOP_EXTRA: 400_000_000, STARTSTOP_CODEC: 0.6}
     plugin._transfer_seconds(None, [batch])
-    assert plugin.link.measured == pytest.approx(250e6)  # 100 MB in the 0.4 s the link took, not 100 MB/s
-    plugin.link.reset()
-    plugin._transfer_seconds(None, [{**batch, STARTSTOP_CODEC: 5.0}])  # codec estimate above the batch's time
-    assert plugin.link.measured == pytest.approx(1e9)  # floored at a tenth of the batch: a fast link
-    plugin.link.reset()
+    assert plugin.link.measured is None
+    assert plugin.transfer_stats["count"] == 1  # still counted as communication, in uncompressed-equivalent bytes
+    assert plugin.transfer_stats["logical_bytes"] == 500_000_000
+    # objects stored compressed (tiles) move as they are: their wire bytes over the time measure the link
     plugin._transfer_seconds(None, [{k: v for k, v in batch.items() if k != STARTSTOP_CODEC}])
-    assert plugin.link.measured == pytest.approx(100e6)  # untouched by the codec: as measured
+    assert plugin.link.measured == pytest.approx(100e6)
+    plugin._transfer_seconds(None, [{**batch, STARTSTOP_BYTES: 300_000_000}])
+    assert plugin.link.measured == pytest.approx(100e6)  # the codec's transfers leave the estimate as it was
