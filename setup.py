@@ -55,9 +55,9 @@ extras_require = {
     # the suites' strong baselines (each is skipped, with the reason printed, where it cannot be
     # installed or loaded): SuiteSparse:GraphBLAS and Intel MKL sparse (kernels), pydata/sparse
     # (darray: dask.array of sparse.COO chunks); pandas and pyarrow for dask.dataframe (the workloads suite's
-    # shuffle, groupby and merge; the versions dask[dataframe] asks for)
+    # shuffle, groupby and merge; the versions dask[dataframe] asks for); yappi for the costs suite's profile
     "bench": ["matplotlib>=3.7", "python-graphblas>=2024.2", "sparse_dot_mkl>=0.9", "mkl>=2024.0", "sparse>=0.15",
-              "pandas>=2.0", "pyarrow>=16.0"],
+              "pandas>=2.0", "pyarrow>=16.0", "yappi>=1.6"],
 }
 
 setup(
