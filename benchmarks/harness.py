@@ -105,6 +105,8 @@ __all__ = [
     "summary_table",
     "plot_samples",
     "add_common_arguments",
+    "positive_float",
+    "positive_int",
     "to_jsonable",
 ]
 
@@ -434,9 +436,9 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, max_seconds: float 
                         help="smaller problems and budgets: a smoke run, not a result to report")
     parser.add_argument("--out", default="results", metavar="DIR",
                         help="results folder; files go to DIR/<suite>/ (default: %(default)s)")
-    parser.add_argument("--max-seconds", type=_positive_float, default=max_seconds, metavar="S",
+    parser.add_argument("--max-seconds", type=positive_float, default=max_seconds, metavar="S",
                         help="sampling budget per measurement in seconds (default: %(default)s)")
-    parser.add_argument("--rel-ci", type=_positive_float, default=0.05, metavar="R",
+    parser.add_argument("--rel-ci", type=positive_float, default=0.05, metavar="R",
                         help="stop when the 95%% CI of every median is within +-R of it (default: %(default)s)")
     parser.add_argument("--link", type=_link_rate, action=_LinkAction, default=None, metavar="RATE",
                         help="run behind a loopback shaped to RATE (tc units: 1gbit, 100mbit) in a private "
@@ -501,11 +503,31 @@ class _LinkAction(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0.
+
+    >>> positive_float("2.5")
+    2.5
+    """
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1.
+
+    >>> positive_int("3")
+    3
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value

@@ -601,16 +601,6 @@ def _task_counts(text: str) -> list[int]:
     return counts
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def _format_ratio(r: dict[str, Any]) -> str:
     if r.get("asafe_over_dask") is None:
         return r["verdict"]
@@ -625,16 +615,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", type=_task_counts, default=None, metavar="N[,N...]",
                         help="tasks of the map graphs, one run each (default 100000,1000000; --quick 2000); the "
                              "array, fan-in and many-small graphs use the smallest")
-    parser.add_argument("--workers", type=_positive_int, default=2, help="workers (default %(default)s)")
+    parser.add_argument("--workers", type=harness.positive_int, default=2, help="workers (default %(default)s)")
     parser.add_argument("--in-process", action="store_true",
                         help="all workers in one process of their own (32-64 workers) instead of a process each")
-    parser.add_argument("--prefixes", type=_positive_int, default=5000, help="key prefixes of map-many-prefixes")
-    parser.add_argument("--fan-in", type=_positive_int, default=5000, help="dependencies of each fan-in task")
-    parser.add_argument("--graphs", type=_positive_int, default=None,
+    parser.add_argument("--prefixes", type=harness.positive_int, default=5000, help="key prefixes of map-many-prefixes")
+    parser.add_argument("--fan-in", type=harness.positive_int, default=5000, help="dependencies of each fan-in task")
+    parser.add_argument("--graphs", type=harness.positive_int, default=None,
                         help="small graphs of many-small (default 1000; --quick 20)")
-    parser.add_argument("--min-rounds", type=_positive_int, default=None, help="fewest rounds (default 5; --quick 2)")
-    parser.add_argument("--max-rounds", type=_positive_int, default=None, help="most rounds (default 15; --quick 2)")
-    parser.add_argument("--pushes", type=_positive_int, default=None,
+    parser.add_argument("--min-rounds", type=harness.positive_int, default=None,
+                        help="fewest rounds (default 5; --quick 2)")
+    parser.add_argument("--max-rounds", type=harness.positive_int, default=None,
+                        help="most rounds (default 15; --quick 2)")
+    parser.add_argument("--pushes", type=harness.positive_int, default=None,
                         help="forced state transitions of the push-latency section (default 200; --quick 20)")
     parser.add_argument("--tracemalloc-rounds", type=int, default=None, metavar="K",
                         help="untimed rounds with tracemalloc on the scheduler, per graph (default 3; --quick 1; "

@@ -106,10 +106,9 @@ def summarize(pairs: list[tuple[float, float]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks startup", description=__doc__.splitlines()[0])
     harness.add_common_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds of each (default: %(default)s)")
+    parser.add_argument("--rounds", type=harness.positive_int, default=8,
+                        help="interleaved rounds of each (default: %(default)s)")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     rounds = 1 if args.quick else args.rounds
     from asafe.app import environment
 

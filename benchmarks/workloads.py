@@ -455,26 +455,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     variants = variant_names()
     parser = argparse.ArgumentParser(prog="python -m benchmarks workloads", description=__doc__.splitlines()[0])
@@ -485,15 +465,17 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"data kinds, comma-separated (default: all): {', '.join(DATA_KINDS)}")
     parser.add_argument("--variants", type=_csv(variants, "--variants"), default=variants,
                         help=f"comma-separated, dask always included (default: all): {', '.join(variants)}")
-    parser.add_argument("--rounds", type=_positive_int, default=None,
+    parser.add_argument("--rounds", type=harness.positive_int, default=None,
                         help=f"most rounds per workload (default {DEFAULT_ROUNDS}, --quick {QUICK_ROUNDS}; "
                              f"{EXACT_ROUNDS} or more for an exact 95%% interval)")
-    parser.add_argument("--mib", type=_positive_float, default=None,
+    parser.add_argument("--mib", type=harness.positive_float, default=None,
                         help=f"MiB of one input array (default {DEFAULT_MIB}, --quick {QUICK_MIB})")
     parser.add_argument("--zero-fraction", type=_fraction, default=DEFAULT_ZERO_FRACTION,
                         help="share of exact zeros of the zeros kind (default: %(default)s)")
-    parser.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default: %(default)s)")
-    parser.add_argument("--threads", type=_positive_int, default=1, help="threads per worker (default: %(default)s)")
+    parser.add_argument("--workers", type=harness.positive_int, default=2,
+                        help="worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=harness.positive_int, default=1,
+                        help="threads per worker (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the data (default: %(default)s)")
     return parser
 

@@ -24,7 +24,7 @@ def test_the_summary_is_the_median_difference_with_its_interval():
 def test_a_round_count_below_one_is_refused(capsys):
     with pytest.raises(SystemExit):
         startup.main(["--rounds", "0"])
-    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
+    assert "--rounds: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_quick_run_measures_both_starts_with_and_without_the_preload(tmp_path, capsys):
