@@ -31,6 +31,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..core.explain import explain_domain
+from . import hosts
 from .protocol import NAME
 
 __all__ = ["installed", "plugin_info", "savings", "thresholds", "Failures", "FAILURES", "WireCounters",
@@ -229,8 +230,6 @@ def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
             "rejected": dict(tracker.rejected),
         }
     if "hosts" in what:  # per-host signals (asafe.schedulers.hosts)
-        from . import hosts
-
         out["hosts"] = hosts.info(plugin)
     if "fallbacks" in what:
         out["fallbacks"] = dict(plugin.fallbacks)
