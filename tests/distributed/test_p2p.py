@@ -8,6 +8,7 @@ mode saw a P2P rechunk as pure compute.
 from __future__ import annotations
 
 import math
+import time
 
 import dask
 import dask.array as da
@@ -42,11 +43,26 @@ def p2p_rechunk(client, x=None):
     assert math.isclose(total, float(x.sum().compute()), rel_tol=1e-9)
 
 
+def measured_p2p(handle, at_least, timeout=15.0):
+    """The plugin's info once its P2P bytes reach ``at_least`` (or the timeout passed).
+
+    The workers report P2P bytes in their heartbeats, which may come after the
+    rechunk has finished (a heartbeat or two later on a busy machine); the
+    plugin keeps reading the counter for a while after a barrier finished.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        plugin = handle.info("plugin")["plugin"]
+        if plugin["p2p"]["measured_bytes"] >= at_least or time.monotonic() > deadline:
+            return plugin
+        time.sleep(0.2)
+
+
 def test_a_p2p_rechunk_shows_as_communication(client, installed):
     x = source(client)  # made before: only the rechunk is in the mode
     with installed(client, comm_runtime()) as handle:
         p2p_rechunk(client, x)
-        plugin = handle.info("plugin")["plugin"]
+        plugin = measured_p2p(handle, 8e6)
         history = handle.history
         timeline = [round(mode.ratio, 2) for _, mode in handle.timeline]
     traffic = plugin["p2p"]
