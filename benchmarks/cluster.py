@@ -204,7 +204,7 @@ def plugin_overhead(
             before = handle.finished if name == "asafe" else 0
             seconds, _ = run(name)
             if name == "asafe":
-                seen = _wait_finished(handle, before + n_tasks)
+                seen = harness.wait_finished(handle, before + n_tasks, timeout=10.0)
                 if seen < before + n_tasks:
                     raise AssertionError(f"the scheduler's tracker saw {seen - before} of {n_tasks} tasks")
             samples[name].append(seconds)
@@ -236,15 +236,6 @@ def plugin_overhead(
     if cluster is not None:
         out["hook_s_per_task"] = hook_time(client, cluster, n_tasks, runtime)
     return out
-
-
-def _wait_finished(handle: Any, target: int, timeout: float = 10.0) -> int:
-    deadline = time.time() + timeout
-    seen = handle.finished
-    while seen < target and time.time() < deadline:
-        time.sleep(0.01)
-        seen = handle.finished
-    return seen
 
 
 def hook_time(client: Any, cluster: Any, n_tasks: int, runtime: Any = None) -> float:

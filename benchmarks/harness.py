@@ -107,6 +107,7 @@ __all__ = [
     "add_common_arguments",
     "positive_float",
     "positive_int",
+    "wait_finished",
     "to_jsonable",
 ]
 
@@ -531,3 +532,18 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
+
+
+def wait_finished(handle: Any, target: int, timeout: float) -> int:
+    """Poll an installed runtime's handle until its tracker has seen ``target`` finished tasks (or ``timeout``).
+
+    Returns the count it saw last; the caller compares it with ``target``. The
+    scheduler counts a task when the task's event reaches its plugin, which may
+    be after the client got the result: suites call this outside their timing.
+    """
+    deadline = time.monotonic() + timeout
+    seen = handle.finished
+    while seen < target and time.monotonic() < deadline:
+        time.sleep(0.01)
+        seen = handle.finished
+    return seen

@@ -428,15 +428,6 @@ def _wait_released(client: Any, timeout: float = 300.0) -> None:
         time.sleep(0.02)
 
 
-def _wait_finished(handle: Any, target: int, timeout: float = 60.0) -> int:
-    deadline = time.monotonic() + timeout
-    seen = handle.finished
-    while seen < target and time.monotonic() < deadline:
-        time.sleep(0.05)
-        seen = handle.finished
-    return seen
-
-
 def _sample(cluster: SchedulerCluster, graph: Graph, variant: str) -> dict[str, Any]:
     """One checked sample of ``graph`` under ``variant``; install and uninstall outside the timed region."""
     import asafe
@@ -457,7 +448,7 @@ def _sample(cluster: SchedulerCluster, graph: Graph, variant: str) -> dict[str, 
             cpu = cluster.scheduler_cpu() - cpu0
         if handle is not None:
             target = before + graph.tasks if graph.exact else before + 1
-            seen = _wait_finished(handle, target)
+            seen = harness.wait_finished(handle, target, timeout=60.0)
             if seen < target:
                 raise AssertionError(f"asafe's tracker saw {seen - before} of {graph.tasks} tasks")
     finally:
