@@ -38,11 +38,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..core import validate
+from ..core.domains import Bands
 from ..core.types import COMMUNICATION
 from . import board
 
 __all__ = ["NAME", "SIGNAL", "RunnableCount", "apply", "blas_threads", "check_runtime", "check_states", "cores",
-           "kernel_threads", "reads_signal"]
+           "domain", "kernel_threads", "reads_signal"]
 
 logger = logging.getLogger("asafe")
 
@@ -113,6 +114,39 @@ class RunnableCount:
 
     def __repr__(self) -> str:
         return f"RunnableCount(count={self.count})"
+
+
+# the domain --------------------------------------------------------------------------------------------
+
+
+def domain(cores: int | None = None, margin: float = 0.25) -> Any:
+    """The ladder of thread counts for a host of ``cores`` cores, as an :class:`asafe.Bands` on ``runnable_per_core``.
+
+    States halve from ``cores`` down to 1; the state ``s`` is asked for up to
+    ``1.5 / s`` runnable tasks per worker thread (with one worker thread per
+    core, ``s`` threads per task fill the cores while ``1 / s`` runnable per
+    thread, and the 1.5 keeps a lone task at every core on a 2-core host). The
+    margin (25% of an edge by default) keeps a state while the count wanders
+    around its edge, as at the tail of a phase of small tasks, where each task
+    that finishes would otherwise switch BLAS threads on every worker.
+
+    Examples
+    --------
+    >>> domain(8)
+    Bands('runnable_per_core', edges=[0.1875, 0.375, 0.75], states=[8, 4, 2, 1], margin=0.25)
+    >>> domain(2) if os.cpu_count() == 2 else Bands("runnable_per_core", [0.75], [2, 1], 0.25)
+    Bands('runnable_per_core', edges=[0.75], states=[2, 1], margin=0.25)
+    >>> domain(0)
+    Traceback (most recent call last):
+    ...
+    asafe.core.validate.InvalidSetting: cores must be an integer >= 1, got 0
+    """
+    top = validate.integer(os.cpu_count() or 1 if cores is None else cores, "cores", minimum=1)
+    states = [top]
+    while states[-1] > 1:
+        states.append(max(1, states[-1] // 2))
+    edges = [1.5 / state for state in states[:-1]]
+    return Bands(SIGNAL, edges=sorted(edges), states=states, margin=margin)
 
 
 # the states, checked at install ----------------------------------------------------------------------
