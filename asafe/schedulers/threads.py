@@ -18,7 +18,10 @@ has the YAML) chooses the thread count from the mode:
   as the tail of a phase of small tasks does);
 * on each worker, the plugin applies a change of state to BLAS, process-wide
   (:func:`apply`, :func:`threadpoolctl.threadpool_limits`), and restores the
-  original limits when asafe is uninstalled;
+  original limits when asafe is uninstalled. It does so on the worker's event
+  loop, its main thread, before the next task starts: the OpenBLAS measured
+  here (0.3.31, pthreads) ignores a limit set from another thread once the
+  main thread has set one;
 * numba's thread count is thread-local: a task that runs numba ``parallel``
   kernels sets it in its own thread with :func:`kernel_threads`, which restores
   the previous count on exit.
