@@ -142,3 +142,22 @@ def test_apply_limits_blas_in_this_process_and_restores_the_original_limits():
     finally:
         threads.apply(None)
     assert threads.blas_threads() == before
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 256), st.lists(st.floats(0, 300), min_size=1, max_size=30))
+def test_the_ladder_asks_a_count_from_one_to_the_cores_and_one_when_every_thread_is_busy(cores, values):
+    ladder = threads.domain(cores)
+    assert ladder.states[0] == cores and ladder.states[-1] == 1
+    assert all(b < a for a, b in zip(ladder.states, ladder.states[1:]))  # halving, no repeats
+    state = cores
+    for value in values:
+        state = ladder.decide(mode(value), state)
+        assert isinstance(state, int) and 1 <= state <= cores
+    assert ladder.decide(mode(1.0 / (1 - ladder.margin) + 1e-9), cores) == 1  # every thread busy: one each
+    assert ladder.decide(mode(0.0), 1) == cores  # idle: every core
+
+
+def test_the_ladder_refuses_a_core_count_below_one():
+    with pytest.raises(validate.InvalidSetting, match="cores must be an integer >= 1"):
+        threads.domain(0)
