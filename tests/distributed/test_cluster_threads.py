@@ -28,13 +28,14 @@ def runtime(states=(CORES, 1), initial=CORES):
 
 def probe(seconds):
     """What a task sees: (state, BLAS threads, kernel_threads' count, numba threads inside it)."""
-    import numba
     from threadpoolctl import threadpool_info
 
     import asafe
 
-    state = asafe.state("kernel-threads")
+    state = asafe.state("kernel-threads")  # first: what the task started with
     blas = max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+    import numba
+
     with asafe.kernel_threads() as count:
         inside = numba.get_num_threads()
     time.sleep(seconds)
