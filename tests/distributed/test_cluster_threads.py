@@ -53,6 +53,18 @@ def runnable(dask_scheduler=None):
     return plugin.runnable.count
 
 
+def blocked(event_name, *deps):
+    from distributed import Event
+
+    Event(event_name).wait(30)
+    return len(deps)
+
+
+@asafe.typed("communication")
+def blocked_transfer(event_name):
+    return blocked(event_name)
+
+
 def wait_for(predicate, timeout=10.0):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -79,6 +91,27 @@ def test_the_state_follows_runnable_tasks_per_core_and_limits_blas_in_tasks(clie
         assert all(1 <= new <= CORES for _, new in history)
         assert "runnable_per_core" in handle.mode.signals
     wait_for(lambda: client.run(blas_threads) == before)  # uninstalled: the original BLAS limits
+
+
+def test_the_scheduler_counts_runnable_tasks_but_not_communication_ones_nor_those_still_waiting(client, installed):
+    import uuid
+
+    from distributed import Event
+
+    name = f"threads-{uuid.uuid4().hex}"
+    event = Event(name, client=client)
+    with installed(client, runtime()) as handle:
+        computes = [client.submit(blocked, name, pure=False) for _ in range(6)]
+        transfers = [client.submit(blocked_transfer, name, pure=False) for _ in range(3)]
+        waiting = client.submit(blocked, name, computes[0], pure=False)  # runnable once computes[0] is done
+        wait_for(lambda: client.run_on_scheduler(runnable) == 6)
+        time.sleep(0.2)
+        assert client.run_on_scheduler(runnable) == 6  # 2 running, 4 queued; not the transfers nor the dependent
+        assert handle.mode.signals["runnable_per_core"] == pytest.approx(6 / 2)
+        assert handle.state("kernel-threads") == 1
+        event.set()
+        assert client.gather([*computes, *transfers, waiting])[-1] == 1
+        wait_for(lambda: client.run_on_scheduler(runnable) == 0)
 
 
 def test_the_signal_is_attached_only_where_a_domain_reads_it(client, installed, make_runtime):
