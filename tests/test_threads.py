@@ -137,6 +137,7 @@ def test_apply_limits_blas_in_this_process_and_restores_the_original_limits():
     try:
         assert threads.apply(1) == 1 and threads.blas_threads() == 1
         assert threads.apply(1) == 1  # unchanged: a comparison
+        assert threads.apply(CORES + 1) == CORES  # a larger host's count: this host's cores
         assert threads.apply("zstd") is None  # not a thread count: the original limits
         assert threads.blas_threads() == before
     finally:

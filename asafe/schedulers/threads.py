@@ -207,8 +207,9 @@ def apply(state: Any) -> int | None:
     """Limit BLAS to ``state`` threads in this process; ``None`` (or any non-count) restores the original limits.
 
     Called by the worker plugin on every state push; a state that did not
-    change costs a comparison. Returns the thread count now applied (``None``:
-    the original limits).
+    change costs a comparison. A count above this host's cores (a client on a
+    larger host installed it) is applied as the cores. Returns the thread count
+    now applied (``None``: the original limits).
 
     Examples
     --------
@@ -221,7 +222,7 @@ def apply(state: Any) -> int | None:
     True
     """
     global _original, _applied
-    count = state if isinstance(state, int) and not isinstance(state, bool) and state >= 1 else None
+    count = min(state, cores()) if isinstance(state, int) and not isinstance(state, bool) and state >= 1 else None
     with _lock:
         if count == _applied:
             return _applied
