@@ -61,3 +61,10 @@ def test_a_round_count_below_one_is_refused(capsys):
     with pytest.raises(SystemExit):
         threads.main(["--rounds", "0"])
     assert "--rounds: must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_doctests_of_the_threads_suite():
+    import doctest
+
+    failures, _ = doctest.testmod(threads, optionflags=doctest.ELLIPSIS)
+    assert failures == 0
