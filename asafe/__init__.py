@@ -78,6 +78,7 @@ from .schedulers.board import is_on, state
 from .schedulers.distributed import attach, install
 from .schedulers.local import adaptive
 from .schedulers.sizes import register as report_sizes
+from .schedulers.threads import kernel_threads
 
 __version__ = "0.1.0"
 
@@ -105,6 +106,7 @@ __all__ = [
     "state",
     "install",
     "report_sizes",
+    "kernel_threads",
     "attach",
     "__version__",
 ]

@@ -30,7 +30,7 @@ from ..core import validate
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import hosts
+from . import hosts, threads
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
@@ -169,6 +169,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.default_type = self.runtime.default_type
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
+        self.runnable = threads.RunnableCount(self._total_threads)  # the mode's "runnable_per_core" signal
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth,
                                  configured=configured_bandwidth())
@@ -234,6 +235,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._unsubscribe = self.runtime.subscribe(self._push)
         self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
                                 self.runtime.add_signal("reuse", self.reuse)]
+        if threads.reads_signal(self.runtime):  # kernel-threads (asafe.schedulers.threads)
+            self._detach_signals.append(self.runtime.add_signal(threads.SIGNAL, self.runnable))
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
@@ -284,6 +287,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     del scheduler.handlers[op]
         self._ready.clear()
         self._scheduled.clear()
+        self.runnable.clear()
         self.reuse.clear_scheduled()
         self.forecast.clear()
         self.p2p.clear()
@@ -293,6 +297,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """``client.restart()``: every scheduled task is gone."""
         try:
             self._scheduled.clear()
+            self.runnable.clear()
             self.reuse.clear_scheduled()
             self.forecast.clear()
             self.p2p.clear()
@@ -354,11 +359,14 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     self._enter(key)
                 elif not entry.ready:  # the next wave became ready: counted already
                     entry.ready = True
+                    self.runnable.add(entry.task_type)
                     self._became_ready(self.scheduler.tasks[key])
             elif entry is not None:
                 if finish == "waiting":
                     return  # counted at submission: it was ready then (see update_graph)
                 del self._scheduled[key]
+                if entry.ready:
+                    self.runnable.remove(entry.task_type)
                 if start == "processing" and finish == "memory":
                     self._finish(key, entry, True, kwargs)
                 else:  # released, erred, forgotten: it left without a measurement
@@ -433,6 +441,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # gone, its tracker event not made); set it right once per phase end.
         # Planned transfers are the forecast's and stay: outputs in memory may
         # still wait for consumers that are not submitted yet.
+        self.runnable.clear()
         if self.tracker.scheduled_tasks() or self.reuse.scheduled:
             self.tracker.clear_scheduled(planned=False)
             self.reuse.clear_scheduled()
@@ -466,6 +475,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.tracker.add(entry.task_type, entry.prefix, prior=learned)
         self.reuse.add(entry.reuse)
         if ready:
+            self.runnable.add(entry.task_type)
             self._became_ready(ts)
         return entry
 
@@ -599,6 +609,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     wire += max(dts.nbytes, 0)
         return wire, extra
 
+    def _total_threads(self) -> int:
+        return getattr(self.scheduler, "total_nthreads", 0) if self.scheduler is not None else 0
+
     def _worker_count(self) -> int:
         return len(self.scheduler.workers) if self.scheduler is not None else 1
 
@@ -632,6 +645,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 ts = tasks.get(key)
                 if ts is None or (ts.state not in _ACTIVE and ts.state != "waiting"):
                     del self._scheduled[key]
+                    if entry.ready:
+                        self.runnable.remove(entry.task_type)
                     self._discard(key, entry)
             self._maybe_evaluate()
         except Exception:

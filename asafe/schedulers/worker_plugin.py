@@ -25,7 +25,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import board, hosts, sizes, wire
+from . import board, hosts, sizes, threads, wire
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
@@ -121,6 +121,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         if self._published:
             board.clear()
             self._published = False
+            self._apply_threads(None)  # kernel-threads: the original BLAS limits
 
     async def _hello_when_registered(self) -> None:
         from distributed.core import Status
@@ -186,8 +187,17 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self.version = version
         board.publish(states)
         self._published = True
+        self._apply_threads(states.get(threads.NAME))
         self.receipts.append((version, sent or 0.0, _now()))
         return True
+
+    def _apply_threads(self, state: Any) -> None:
+        # kernel-threads (asafe.schedulers.threads): BLAS limits, process-wide; a
+        # comparison when the state did not change, nothing when it is not installed
+        try:
+            threads.apply(state)
+        except Exception:  # noqa: BLE001  (a hook never raises into the worker)
+            self._hook_failed("kernel-threads")
 
     async def probe(self, peer: str, nbytes: int) -> float:
         """The link probe (the scheduler asks): fetch ``nbytes`` random bytes from ``peer`` twice; the faster, in seconds."""
