@@ -157,15 +157,17 @@ class PerTask:
             if mode_on or not is_on(PER_TASK):  # the mode decides; no sample is taken
                 _log(self, mode_on, "mode", None, None)
                 return mode_on
+        began = time.perf_counter()
         est = estimate(dense, tile, threshold)
         on, off = seconds(est, calibrate(), self.reads, self.remote, _bandwidth())
+        spent = time.perf_counter() - began
         if self.prior:
             from ..schedulers.board import is_on
 
             compress, why = hybrid(on, off, is_on("compression"))
         else:
             compress, why = on < off, "payoff"
-        _log(self, compress, why, on, off)
+        _log(self, compress, why, on, off, spent)
         return compress
 
 
@@ -381,22 +383,27 @@ _LOG: list[dict[str, Any]] = []
 _LOG_LOCK = threading.Lock()
 
 
-def _log(rule: PerTask, compress: bool, why: str, on: float | None, off: float | None) -> None:
+def _log(rule: PerTask, compress: bool, why: str, on: float | None, off: float | None,
+         estimate_s: float | None = None) -> None:
     with _LOG_LOCK:
         if len(_LOG) < 100_000:
             _LOG.append({"time": time.time(), "compress": compress, "why": why, "remote": rule.remote,
-                         "reads": rule.reads, "on_s": on, "off_s": off})
+                         "reads": rule.reads, "on_s": on, "off_s": off, "estimate_s": estimate_s})
 
 
 def drain() -> list[dict[str, Any]]:
     """Every decision logged in this process since the last call (``client.run(drain)`` on a cluster).
 
+    Each entry holds ``estimate_s``: the seconds the rule spent deciding (the
+    sample, the calibrated costs and the bandwidth; ``None`` where no sample was
+    taken, a deferred rule that left the panel to the mode).
+
     Examples
     --------
     >>> _ = drain(); PerTask(reads=1, remote=False)(np.ones((256, 256)), 128, None)
     False
-    >>> [(d["compress"], d["why"]) for d in drain()]
-    [(False, 'payoff')]
+    >>> [(d["compress"], d["why"], d["estimate_s"] > 0) for d in drain()]
+    [(False, 'payoff', True)]
     """
     with _LOG_LOCK:
         out = list(_LOG)
