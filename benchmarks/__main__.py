@@ -43,6 +43,7 @@ SUITES: dict[str, str] = {
     "workloads": "dask.array, dask.dataframe and futures workloads on four data kinds: Dask, asafe, each static codec",
     "startup": "what asafe's preload adds to starting a worker (Nanny) and a 2-worker LocalCluster",
     "threads": "kernel-threads: a phased BLAS workload under Dask's, two static, the adaptive and a per-worker thread policy",
+    "granularity": "the demo's matrices in 4 to 128 panels: the per-task rule beside the global mode, its decision cost",
     "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 

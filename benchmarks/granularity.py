@@ -52,12 +52,13 @@ Results: ``OUT/granularity/granularity.json``, with the environment and the
 load average at the start and the end. Exit status 1 if any run returned a
 wrong result.
 
-Duration on the 2-core development machine (shared, load about 2): a run of
-the two phases takes 1 to 2 s per variant at 4 panels and 5 to 9 s at 128
-panels, where scheduling 768 small tasks per run dominates; the full sweep (6
-points, 4 variants, warm-up plus 6 rounds) takes about 12 minutes (estimated
-from one round per point). ``--quick`` (a ``2**10`` matrix, 4 and 32 panels,
-one round) takes about 40 s including the cluster's start.
+Duration on the 2-core development machine (shared, load average 3 to 4 when
+timed): a run of the two phases takes 1 to 2 s per variant at 4 panels and 7 to
+8 s at 128 panels, where 768 small tasks per run dominate; the 128-panel point
+alone took 73 s with one round (a warm-up and a round of each variant: 8 runs).
+The full sweep (6 points x 4 variants x 7 runs) is estimated at about 10
+minutes, half of it at 64 and 128 panels. ``--quick`` (a ``2**10`` matrix, 4 and
+32 panels, one round) took 28 s including the cluster's start.
 """
 from __future__ import annotations
 
