@@ -20,7 +20,9 @@ rows), three power-iteration steps each:
     to a few per non-zero);
 ``gran-local-denseish``
     30%-full blocks everywhere, made and used once on the same worker
-    (compression does not pay: the inspection and the conversion are pure cost).
+    (compression does not pay: with one read the cost model keeps every tile
+    dense, so the inspection pass is pure cost; a small loss, a few percent of
+    the phase, as in the demo's ``local-denseish``).
 
 Only the panel count changes (:attr:`asafe.app.workload.Phase.panels`): each
 point of the sweep is those two phases with ``panels=P``, so a panel holds
