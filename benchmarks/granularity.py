@@ -51,8 +51,8 @@ against scipy. Reported per panel count:
   per-task run's total; and the share of panels it compressed per phase.
 
 Results: ``OUT/granularity/granularity.json``, with the environment and the
-load average at the start and the end. Exit status 1 if any run returned a
-wrong result.
+load average at the start and the end, and ``granularity.png`` (:func:`plot`).
+Exit status 1 if any run returned a wrong result.
 
 Duration on the 2-core development machine (shared, load average 3 to 4 when
 timed): a run of the two phases takes 1 to 2 s per variant at 4 panels and 7 to
@@ -80,7 +80,7 @@ from asafe.app.variants import DEFAULT_THRESHOLDS, ORACLE, VARIANTS
 from . import harness
 
 __all__ = ["PHASES", "QUICK_PHASES", "PANELS", "QUICK_PANELS", "TARGET", "parse_panels", "sweep_point",
-           "decision_cost", "target_rows", "main"]
+           "decision_cost", "target_rows", "plot", "main"]
 
 #: The two phases, one where compression pays and one where it does not; ``panels`` is set per point.
 PHASES: tuple[wl.Phase, ...] = (
@@ -248,6 +248,42 @@ def _print_point(point: dict[str, Any]) -> None:
               + " ".join("-" if x is None else f"{x:.0%}" for x in point["compressed_share"]), flush=True)
 
 
+def plot(results: dict[str, Any], path: Path) -> Path:
+    """Draw the sweep: each variant's median against the panel count, and per-task / adaptive with its interval.
+
+    Agg canvas, no pyplot state (as :meth:`benchmarks.harness.Results.figure`).
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
+
+    points = results["points"]
+    panels = [p["panels"] for p in points]
+    fig = Figure(figsize=(11, 4.5), layout="constrained")
+    times, ratio = fig.subplots(1, 2)
+    for variant in (*results["settings"]["variants"], ORACLE):
+        times.plot(panels, [p["median_s"][variant] for p in points], marker="o",
+                   linestyle="--" if variant == ORACLE else "-", label=variant)
+    costs = [p["decision_cost"]["estimate_s_per_run"] if p["decision_cost"] else float("nan") for p in points]
+    times.plot(panels, costs, marker="x", color="black", linestyle=":", label="per-task estimates (worker-s)")
+    times.set(xscale="log", yscale="log", xlabel="panels per matrix", ylabel="seconds per run (median)",
+              title="the same matrices, finer panels")
+    times.set_xticks(panels, [str(x) for x in panels])
+    times.xaxis.set_minor_locator(NullLocator())
+    times.legend(fontsize=8)
+    mid = [p["per_task_vs_adaptive"]["ratio"] for p in points]
+    low = [m - p["per_task_vs_adaptive"]["ci95"][0] for m, p in zip(mid, points)]
+    high = [p["per_task_vs_adaptive"]["ci95"][1] - m for m, p in zip(mid, points)]
+    ratio.errorbar(panels, mid, yerr=[low, high], marker="o", capsize=4, label="per-task / adaptive (95% CI)")
+    ratio.axhline(TARGET, color="grey", linestyle="--", label=f"target >= {TARGET:g}")
+    ratio.set(xscale="log", xlabel="panels per matrix", ylabel="per-task time / adaptive time",
+              title="above 1: the global mode is faster")
+    ratio.set_xticks(panels, [str(x) for x in panels])
+    ratio.xaxis.set_minor_locator(NullLocator())
+    ratio.legend(fontsize=8)
+    fig.savefig(path, dpi=120)
+    return path
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks granularity", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -312,8 +348,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out) / "granularity"
     out.mkdir(parents=True, exist_ok=True)
     path = out / "granularity.json"
+    results["figure"] = str(out / "granularity.png")
     path.write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
-    print(f"results: {path} ({results['seconds']:.0f} s; {'all correct' if results['correct'] else 'WRONG results'})")
+    plot(results, out / "granularity.png")
+    print(f"results: {path} and granularity.png ({results['seconds']:.0f} s; "
+          f"{'all correct' if results['correct'] else 'WRONG results'})")
     return 0 if results["correct"] else 1
 
 

@@ -24,6 +24,7 @@ def test_quick_run_measures_every_variant_at_every_panel_count(tmp_path, capsys)
     results = json.loads((tmp_path / "granularity" / "granularity.json").read_text())
     assert {"environment", "load_average_start", "load_average_end", "settings", "points", "targets",
             "correct", "warning"} <= set(results)
+    assert (tmp_path / "granularity" / "granularity.png").stat().st_size > 0
     assert results["correct"] is True
     settings = results["settings"]
     assert settings["panels"] == list(granularity.QUICK_PANELS) and settings["repetitions"] == 1
