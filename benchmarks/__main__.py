@@ -43,6 +43,7 @@ SUITES: dict[str, str] = {
     "workloads": "dask.array, dask.dataframe and futures workloads on four data kinds: Dask, asafe, each static codec",
     "startup": "what asafe's preload adds to starting a worker (Nanny) and a 2-worker LocalCluster",
     "threads": "kernel-threads: a phased BLAS workload under Dask's, two static, the adaptive and a per-worker thread policy",
+    "policy": "work-stealing: a phased workload (compute, transfer) under Dask's stealing, stealing off, adaptive, oracle",
     "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 
