@@ -124,7 +124,7 @@ async def _set_stealing(on: bool, dask_scheduler: Any = None) -> bool:
 
 
 def run_phases(client: Any, plan: list[dict[str, Any]], first: str, oracle: bool = False) -> dict[str, Any]:
-    """Run the phased workload once; its seconds, each phase's seconds, the steals and the checksums.
+    """Run the phased workload once; its seconds, each phase's seconds and steal requests, and the checksums.
 
     Every input is made on worker ``first``. ``oracle``: stealing is stopped
     before each transfer phase and started before each compute phase.
@@ -133,8 +133,9 @@ def run_phases(client: Any, plan: list[dict[str, Any]], first: str, oracle: bool
     from dask import delayed
     from distributed import wait
 
-    seconds, sums = [], []
+    seconds, sums, phase_steals = [], [], []
     steals_before = client.run_on_scheduler(_steals)
+    steals_then = steals_before
     began = time.perf_counter()
     for index, phase in enumerate(plan):
         start = time.perf_counter()
@@ -153,8 +154,11 @@ def run_phases(client: Any, plan: list[dict[str, Any]], first: str, oracle: bool
         sums.extend(client.gather(client.compute(tasks, optimize_graph=False)))
         del inputs
         seconds.append(time.perf_counter() - start)
+        steals_now = client.run_on_scheduler(_steals)
+        phase_steals.append(steals_now - steals_then)
+        steals_then = steals_now
     return {"seconds": time.perf_counter() - began, "phase_seconds": seconds,
-            "steals": client.run_on_scheduler(_steals) - steals_before, "checksums": sums}
+            "steals": steals_then - steals_before, "phase_steals": phase_steals, "checksums": sums}
 
 
 def _runtime() -> Any:
@@ -273,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 phase_text = " ".join(f"{s:.2f}" for s in run["phase_seconds"])
                 extra = f", {len(run['transitions'])} transitions" if "transitions" in run else ""
                 print(f"round {r + 1}/{rounds} {variant:10s} {run['seconds']:.3f} s  phases [{phase_text}]  "
-                      f"{run['steals']} steals{extra}", flush=True)
+                      f"steals {run['phase_steals']}{extra}", flush=True)
     seconds = {v: [run["seconds"] for run in runs] for v, runs in results["runs"].items()}
     summary = results["summary"] = summarize(seconds)
     reference = results["runs"]["dask"][0]["checksums"]

@@ -33,7 +33,7 @@ def test_quick_run_runs_every_variant_on_the_same_work(tmp_path, capsys):
     for variant, (run,) in results["runs"].items():
         assert run["seconds"] > 0 and len(run["phase_seconds"]) == 2
         assert results["summary"][variant]["n"] == 1
-    assert results["runs"]["static-off"][0]["steals"] == 0  # stopped for the whole run
+    assert results["runs"]["static-off"][0]["phase_steals"] == [0, 0]  # stopped for the whole run
     assert results["runs"]["adaptive"][0]["fallbacks"].get("work-stealing", 0) == 0
     assert results["targets"][0]["against"] in ("dask", "static-off") and results["targets"][0]["target"] == 1.10
     out = capsys.readouterr().out
