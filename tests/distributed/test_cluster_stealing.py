@@ -125,3 +125,16 @@ def test_check_states_and_runtime():
             [asafe.Optimization("work-stealing", asafe.Bands("ratio", [1.0], [0, 1]), initial=True)], signals=False))
     stealing.check_runtime(asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))],
                                                  signals=False))
+
+
+def test_a_replacing_installation_restores_what_the_first_found(client, installed):
+    assert wait_for(client, True)
+    first = asafe.install(client, runtime(initial=False))
+    try:
+        assert not wait_for(client, False)
+        with installed(client, runtime(initial=False)):  # replaces the first while its restore is in flight
+            assert not wait_for(client, False)
+    finally:
+        if first.installed:
+            first.uninstall()
+    assert wait_for(client, True)  # the original, not the state the first installation left
