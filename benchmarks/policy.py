@@ -14,8 +14,12 @@ pairs of phases:
   ``--mb`` MiB input made on the first worker and running 20 ms. Every task
   lands on the first worker again, and Dask, which has never seen the key
   prefix (each phase has its own), estimates each at 500 ms
-  (``distributed.scheduler.unknown-task-duration``): stealing moves tasks
-  and their inputs across the link to save compute that is not there.
+  (``distributed.scheduler.unknown-task-duration``): where stealing acts on
+  that estimate it moves tasks and their inputs across the link to save
+  compute that is not there. Whether it does is measured: each run records
+  the steal requests of each phase (in short runs here, none in the transfer
+  phases: Dask learns the prefix's 20 ms from the first tasks, and its cost
+  model then keeps them where their inputs are).
 
 The variants, interleaved round by round in a rotating order:
 
