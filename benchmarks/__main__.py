@@ -44,6 +44,7 @@ SUITES: dict[str, str] = {
     "startup": "what asafe's preload adds to starting a worker (Nanny) and a 2-worker LocalCluster",
     "threads": "kernel-threads: a phased BLAS workload under Dask's, two static, the adaptive and a per-worker thread policy",
     "granularity": "the demo's matrices in 4 to 128 panels: the per-task rule beside the global mode, its decision cost",
+    "policy": "work-stealing: a phased workload (compute, transfer) under Dask's stealing, stealing off, adaptive, oracle",
     "scheduler": "scheduler throughput, cpu and memory per task with and without asafe (100k-1M tasks, 2-64 workers)",
 }
 

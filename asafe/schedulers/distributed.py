@@ -91,12 +91,13 @@ def install(
     if not callable(getattr(client, "register_plugin", None)):
         raise TypeError(f"install() needs a distributed.Client, got {type(client).__name__}")
     seconds = _timeout(timeout)
-    from . import threads, wire
+    from . import stealing, threads, wire
 
     wire.enable()  # refuses bad asafe.wire settings; this client decompresses what it gathers
     wire.advertise(client)
     _check_wire_states(runtime)
     threads.check_runtime(runtime)  # kernel-threads: thread counts from 1 to the cores
+    stealing.check_runtime(runtime)  # work-stealing: a bool, and its name spelt right
     _check_cluster(client, seconds)
     token = _TOKENS.get(runtime)
     installed = client.run_on_scheduler(_installed_token)

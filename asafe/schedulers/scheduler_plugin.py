@@ -30,7 +30,7 @@ from ..core import validate
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import hosts, threads
+from . import hosts, stealing, threads
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
@@ -243,6 +243,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # --- per-host signals (asafe.schedulers.hosts): cpu, memory, external_cpu of the busiest worker host
         self._detach_signals.append(hosts.attach(self))
         # ---
+        self._detach_signals.append(stealing.attach(self))  # work-stealing: restores stealing on detach
         self._attached = True
         from tornado.ioloop import PeriodicCallback
 
