@@ -210,6 +210,9 @@ def type_of_task(task: object) -> str | None:
 
 def _fused_inner_tasks(task: object) -> list[object]:
     """Inner tasks of a fused task (``_execute_subgraph(subgraph, outkey, ...)``)."""
+    has_subgraph = getattr(task, "has_subgraph", None)
+    if has_subgraph is not None and not has_subgraph():  # dask's Task says: no scan of its arguments
+        return []  # (the scheduler resolves every task's type; most are not fused)
     args = getattr(task, "args", ())
     for arg in args:
         value = getattr(arg, "value", arg)  # DataNode wraps the subgraph dict
