@@ -107,6 +107,7 @@ __all__ = [
     "add_common_arguments",
     "positive_float",
     "positive_int",
+    "summarize_variants",
     "wait_finished",
     "to_jsonable",
 ]
@@ -547,3 +548,21 @@ def wait_finished(handle: Any, target: int, timeout: float) -> int:
         time.sleep(0.01)
         seen = handle.finished
     return seen
+
+
+def summarize_variants(rounds: dict[str, list[float]], base: str = "dask") -> dict[str, Any]:
+    """Each variant's median seconds and its per-round ratio to ``base`` (base / variant: above 1 is faster).
+
+    The summary of the suites that time whole phased runs per variant, round
+    by round (``threads``, ``policy``).
+
+    >>> s = summarize_variants({"dask": [2.0, 2.2, 2.0], "adaptive": [1.0, 1.1, 1.0]})
+    >>> s["adaptive"]["median_s"], s["adaptive"]["speedup"], s["dask"]["speedup"]
+    (1.0, 2.0, 1.0)
+    """
+    out = {}
+    for variant, seconds in rounds.items():
+        ratio, ci, exact = stats.paired_ratio(rounds[base], seconds)
+        out[variant] = {"median_s": stats.median(seconds), "speedup": ratio, "ci95": list(ci), "exact": exact,
+                        "n": len(seconds), "seconds": list(seconds)}
+    return out

@@ -193,19 +193,8 @@ def run_variant(client: Any, variant: str, plan: list, first: str) -> dict[str, 
         client.run_on_scheduler(_set_stealing, True)
 
 
-def summarize(rounds: dict[str, list[float]], base: str = "dask") -> dict[str, Any]:
-    """Each variant's median seconds and its per-round ratio to ``base`` (base / variant: above 1 is faster).
-
-    >>> s = summarize({"dask": [2.0, 2.2, 2.0], "adaptive": [1.0, 1.1, 1.0]})
-    >>> s["adaptive"]["median_s"], s["adaptive"]["speedup"], s["dask"]["speedup"]
-    (1.0, 2.0, 1.0)
-    """
-    out = {}
-    for variant, seconds in rounds.items():
-        ratio, ci, exact = stats.paired_ratio(rounds[base], seconds)
-        out[variant] = {"median_s": stats.median(seconds), "speedup": ratio, "ci95": list(ci), "exact": exact,
-                        "n": len(seconds), "seconds": list(seconds)}
-    return out
+#: Each variant's median and its paired ratio to Dask's default (shared with the other phased suites).
+summarize = harness.summarize_variants
 
 
 def targets(rounds: dict[str, list[float]], target: float = 1.10) -> list[dict[str, Any]]:
