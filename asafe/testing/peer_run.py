@@ -99,12 +99,16 @@ _BAG_FAST = (
 
 #: The CI subset: Dask's own tests of its local schedulers (local, threaded,
 #: multiprocessing), base, callbacks, bag and array core, as shipped in the installed
-#: dask wheel. Left out: the slow bag tests (above), and two array tests (a
+#: dask wheel. Left out: the slow bag tests (above), two array tests (a
 #: processes-scheduler store with a lock, about 9 s; cumulative reductions over many
-#: chunk sizes, about 3 s).
+#: chunk sizes, about 3 s), and the threaded scheduler's ``test_interrupt``: it sends
+#: SIGINT to the main thread from a task and, where the signal lands after ``get``
+#: has returned, its thread pool's exit waits forever on 19 tasks that the skipped
+#: ``tasks_can_end.set()`` was to release. It hung so with asafe off (Dask alone) in a
+#: clean-clone CI run on the 2-core machine; pytest-timeout's signal did not end it.
 CI_SUITE: tuple[SuiteEntry, ...] = (
     SuiteEntry("dask.tests.test_local"),
-    SuiteEntry("dask.tests.test_threaded"),
+    SuiteEntry("dask.tests.test_threaded", deselect=("test_interrupt",)),
     SuiteEntry("dask.tests.test_multiprocessing"),
     SuiteEntry("dask.tests.test_base"),
     SuiteEntry("dask.tests.test_callbacks"),
