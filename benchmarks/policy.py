@@ -217,7 +217,7 @@ def targets(rounds: dict[str, list[float]], target: float = 1.10) -> list[dict[s
         if wanted is None:
             verdict = "reported"
         else:
-            verdict = "met" if exact and low >= wanted else "not met" if exact and high < wanted else "not shown"
+            verdict = stats.verdict((low, high), wanted) if exact else "not shown"  # no 95% interval: no verdict
         rows.append({"against": against, "target": wanted, "ratio": ratio, "ci95": [low, high], "exact": exact,
                      "verdict": verdict})
     return rows

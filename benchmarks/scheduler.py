@@ -491,10 +491,7 @@ def _verdict(ratio_ci: tuple[float, float], target: float, higher_is_better: boo
     """
     if not exact:  # 4 rounds give a 87.5% interval, 5 a 93.8% one: no verdict at 95% from them
         return "not shown"
-    low, high = ratio_ci
-    if higher_is_better:
-        return "met" if low >= target else "not met" if high < target else "not shown"
-    return "met" if high <= target else "not met" if low > target else "not shown"
+    return stats.verdict(ratio_ci, target, ">=" if higher_is_better else "<=")
 
 
 def measure_graph(cluster: SchedulerCluster, graph: Graph, *, min_rounds: int = 6, max_rounds: int = 15,

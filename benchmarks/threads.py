@@ -293,7 +293,7 @@ def targets(rounds: dict[str, list[float]], phase_set_name: str) -> list[dict[st
     rows = []
     for against, target in wanted:
         ratio, (low, high), exact = stats.paired_ratio(rounds[against], rounds["adaptive"])
-        verdict = "met" if exact and low >= target else "not met" if exact and high < target else "not shown"
+        verdict = stats.verdict((low, high), target) if exact else "not shown"  # no 95% interval: no verdict
         rows.append({"against": against, "target": target, "ratio": ratio, "ci95": [low, high], "exact": exact,
                      "verdict": verdict})
     return rows
