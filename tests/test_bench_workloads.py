@@ -207,6 +207,29 @@ def test_the_summary_pairs_rounds_picks_the_best_static_codec_and_measures_trans
     assert lo["targets"]["a"] == "met" and lo["best_static"] is None
 
 
+def test_the_table_says_where_no_static_codec_reaches_target_b(tmp_path):
+    from benchmarks.analysis import workloads_table
+
+    variants = ["dask", "asafe", "static-lz4", "static-zstd"]
+    unreachable = _samples({"dask": [2.0] * 6, "asafe": [2.0] * 6, "static-lz4": [2.2] * 6,
+                            "static-zstd": [2.4] * 6}, link_bytes=200_000_000)
+    reachable = _samples({"dask": [2.0] * 6, "asafe": [1.9] * 6, "static-lz4": [1.2] * 6,
+                          "static-zstd": [1.4] * 6}, link_bytes=200_000_000)
+    workloads = {}
+    for name, result in (("hard", unreachable), ("easy", reachable)):
+        result["analysis"] = wl.summarize_workload(result, variants, kind="zeros", link_bits=1e9)
+        workloads[name] = result
+    assert workloads["hard"]["analysis"]["targets"]["b"] == workloads["easy"]["analysis"]["targets"]["b"] == "not met"
+    (tmp_path / "workloads-1gbit-zeros.json").write_text(json.dumps({
+        "started": "2026-11-25T00:00:00Z", "wall_s": 60.0, "load_average": {"start": [1.0], "end": [1.0]},
+        "workloads": workloads}))
+    text = workloads_table.table(tmp_path, "1gbit")
+    hard = next(line for line in text.splitlines() if line.startswith("| hard |"))
+    easy = next(line for line in text.splitlines() if line.startswith("| easy |"))
+    assert "no codec reaches 1.3x" in hard and "no codec" not in easy
+    assert "either: hard/zeros" in text
+
+
 def test_a_failed_variant_is_left_out_of_the_summary():
     result = _samples({"dask": [2.0] * 6, "asafe": [1.0] * 6})
     result["failed"] = {"asafe": "wrong result on round 0: part 0: sha1 differs"}

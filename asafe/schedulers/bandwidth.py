@@ -1,10 +1,29 @@
 """The link's measured bandwidth: one estimate that the scheduler plugin, the forecast and the mode share.
 
-:class:`LinkEstimate` is a moving average of the wire bytes per second of
-measured inter-worker transfers. The scheduler plugin feeds it
-(:meth:`LinkEstimate.observe`), the forecast prices planned transfers with it,
-the transfer correction converts saved bytes into seconds with it, and the mode
-reads it as the ``bandwidth`` signal (calling the estimate returns its value).
+:class:`LinkEstimate` holds two views of the wire bytes per second of measured
+inter-worker transfers, fed by the scheduler plugin
+(:meth:`LinkEstimate.observe`):
+
+* the *throughput*, a moving average of every transfer (calling the estimate
+  returns it): what a transfer takes, contention included. The forecast prices
+  planned transfers with it and the transfer correction converts saved bytes
+  into seconds with it;
+* the *capacity*, the upper envelope of the transfers (a faster transfer sets
+  it at once, a slower one pulls it down by :attr:`LinkEstimate.fall` of the
+  gap): what the link itself carries. The mode reads it as the ``bandwidth``
+  signal, which decides whether the link is slower than the codecs.
+
+Why two. A transfer is timed from the request to the last byte received, so a
+busy cpu (the sender's event loop serializing, the receiver's running tasks)
+makes it read slow, never fast. On this project's 2-core machine the loopback
+(about 25 Gbit/s) read 66-1400 MB/s per 6 MB transfer of the workloads suite's
+futures, and its moving average 100-500 MB/s: below the gate's 250 MB/s often
+enough to switch wire compression on, whose codec then took the cpu that was
+the bottleneck (``docs/results/workloads/loopback``). Behind a tc-shaped
+1 Gbit/s link the same transfers read 27-124 MB/s: the link caps them, so the
+envelope reads the link (124 MB/s) where the average reads its share under
+contention. The envelope is only as good as its fastest transfers: a run whose
+every transfer waits on a saturated cpu still reads low.
 
 Before the first measured transfer it answers, in order: what an earlier
 installation on the same scheduler measured (kept in the scheduler's
@@ -14,12 +33,12 @@ durations), then the scheduler's own estimate (the configured
 heartbeats report theirs). The workers' figure counts logical bytes and the
 codec's time, which is why a measured figure comes first.
 
-The ``bandwidth`` signal reads the same, except that it reads ``nan`` (unknown,
-which switches nothing) while the only figure is the scheduler's configured
-default: before anything was measured, Dask's 100 MB/s would read as a slow
-link and switch wire compression on where the link may be 25 Gbit/s.
-:meth:`LinkEstimate.signal` is that view; the forecast prices planned
-transfers with the estimate itself.
+The ``bandwidth`` signal (:meth:`LinkEstimate.signal`) answers in the same
+order with the capacity (this installation's, then the remembered one), except
+that it reads ``nan`` (unknown, which switches nothing) while the only figure is
+the scheduler's configured default: before anything was measured, Dask's
+100 MB/s would read as a slow link and switch wire compression on where the
+link may be 25 Gbit/s.
 
 The link is measured without the wire codec's time: a compressed batch's time
 includes compressing and decompressing, so its wire bytes per second would
@@ -54,18 +73,25 @@ class LinkEstimate:
     >>> link()  # nothing measured: the scheduler's estimate
     100000000.0
     >>> link.observe(wire_bytes=2e8, seconds=1.0)
-    >>> link(), link.measured
-    (200000000.0, 200000000.0)
+    >>> link(), link.measured, link.capacity
+    (200000000.0, 200000000.0, 200000000.0)
     >>> link.observe(wire_bytes=1e8, seconds=1.0)  # the average weighs a new transfer 0.25
-    >>> link()
-    175000000.0
+    >>> link(), link.capacity  # the envelope falls by 0.1 of the gap
+    (175000000.0, 190000000.0)
+    >>> link.observe(wire_bytes=4e8, seconds=1.0)  # a faster transfer sets the envelope at once
+    >>> link.capacity
+    400000000.0
     >>> link.observe(wire_bytes=10, seconds=1.0)  # below min_bytes: latency, not bandwidth
-    >>> link()
-    175000000.0
+    >>> link.capacity
+    400000000.0
     """
 
-    #: Weight of a new transfer in the moving average.
+    #: Weight of a new transfer in the moving average (the throughput).
     weight = 0.25
+    #: Share of the gap by which a slower transfer pulls the capacity down. About 16 transfers take an
+    #: envelope of 900 MB/s below 250 MB/s where the link really slowed to 100 MB/s; one transfer that
+    #: waited on a busy cpu moves it by a tenth of its error.
+    fall = 0.1
 
     def __init__(self, min_bytes: int = 0, memory: Any = None,
                  fallback: Callable[[], float | None] | None = None, configured: float | None = None) -> None:
@@ -77,6 +103,8 @@ class LinkEstimate:
         self.configured = configured
         #: The moving average of this installation's measured transfers (None before the first).
         self.measured: float | None = None
+        #: The upper envelope of this installation's measured transfers (None before the first).
+        self.capacity: float | None = None
 
     def observe(self, wire_bytes: float, seconds: float) -> None:
         """Count one transfer of ``wire_bytes`` that took ``seconds``, none of them in a codec.
@@ -94,8 +122,13 @@ class LinkEstimate:
             return
         sample = wire_bytes / seconds
         self.measured = sample if self.measured is None else (1 - self.weight) * self.measured + self.weight * sample
+        # the envelope starts from what an earlier installation on this scheduler saw: one slow first
+        # transfer of a new installation (its tasks all starting at once) does not read as a slow link
+        capacity = self.capacity if self.capacity is not None else getattr(self.memory, "capacity", None)
+        self.capacity = sample if capacity is None or sample >= capacity else capacity + self.fall * (sample - capacity)
         if self.memory is not None:
             self.memory.bandwidth = self.measured
+            self.memory.capacity = self.capacity
 
     def __call__(self) -> float:
         """The current estimate in bytes per second (0.0 when nothing is known)."""
@@ -108,15 +141,22 @@ class LinkEstimate:
         return float(fallback or 0.0)
 
     def signal(self) -> float:
-        """The estimate where something measured it, else ``nan`` (the ``bandwidth`` signal).
+        """The link's capacity where something measured it, else ``nan`` (the ``bandwidth`` signal).
+
+        The capacity of this installation, else the one an earlier installation
+        remembered, else the workers' own figure that the scheduler reports.
 
         >>> link = LinkEstimate(fallback=lambda: 1e8, configured=1e8)
         >>> link(), link.signal()
         (100000000.0, nan)
         >>> link.observe(wire_bytes=2e8, seconds=1.0)
-        >>> link.signal()
-        200000000.0
+        >>> link.observe(wire_bytes=1e8, seconds=1.0)
+        >>> link(), link.signal()  # the throughput, the capacity
+        (175000000.0, 190000000.0)
         """
+        capacity = self.capacity or getattr(self.memory, "capacity", None)
+        if capacity:
+            return capacity
         value = self()
         if not self.measured and not getattr(self.memory, "bandwidth", None) and (
                 self.configured is not None and value == self.configured):
@@ -129,11 +169,12 @@ class LinkEstimate:
         return not math.isnan(self.signal())
 
     def reset(self) -> None:
-        """Forget this installation's measurements (the remembered figure stays)."""
+        """Forget this installation's measurements (the remembered figures stay)."""
         self.measured = None
+        self.capacity = None
 
     def __repr__(self) -> str:
-        return f"<LinkEstimate {self():.3g} B/s measured={self.measured}>"
+        return f"<LinkEstimate {self():.3g} B/s measured={self.measured} capacity={self.capacity}>"
 
 
 async def probe(scheduler: Any, nbytes: int, timeout: float) -> dict[str, Any]:

@@ -88,12 +88,13 @@ class PrefixMemory:
     1
     """
 
-    __slots__ = ("output_bytes", "shipped", "bandwidth", "__weakref__")
+    __slots__ = ("output_bytes", "shipped", "bandwidth", "capacity", "__weakref__")
 
     def __init__(self) -> None:
         self.output_bytes: dict[str, float] = {}
         self.shipped: dict[str, float] = {}
-        self.bandwidth: float | None = None  # the link's measured wire bytes per second
+        self.bandwidth: float | None = None  # the link's measured wire bytes per second (moving average)
+        self.capacity: float | None = None  # and their upper envelope (asafe.schedulers.bandwidth)
 
     def __len__(self) -> int:
         return len(self.output_bytes.keys() | self.shipped.keys())

@@ -238,6 +238,7 @@ def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
             "workers": sorted(plugin.receivers),
             "version": plugin.version,
             "bandwidth": plugin.link.measured,
+            "link_capacity": plugin.link.capacity,
             "transfer_correction": plugin.transfer_correction,
             "expected_transfers": plugin.expected_transfers,
             "transfers": dict(plugin.transfer_stats),
