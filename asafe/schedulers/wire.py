@@ -20,8 +20,16 @@ Which filter. blosc2 filters the bytes before the codec: byte shuffle suits
 smooth floats and small integers, bit shuffle integer ids and low-precision
 floats, and no filter suits floats of which many are exactly zero (shuffle
 scatters their zero bytes: 1.07x with shuffle against 1.49x without on
-half-zero float64 with LZ4, and 1.89x with ZSTD). So the codec and filter are
-chosen from a sample: the first ``asafe.wire.sample-size`` bytes of a frame are
+half-zero float64 with LZ4, and 1.89x with ZSTD). Floats and integers of
+which many elements are exactly zero have a transform of their own,
+:data:`ZEROS` ("zero elision"): the elements that are zero are dropped and a
+bitmap says where they were, at about 1 GB/s both ways in numpy; it halves
+half-zero float64 (1.94x) where no blosc2 codec reaches 1.9x at a speed that
+pays behind 1 Gbit/s (ZSTD: 1.89x at 240 MB/s). Its frames are named
+:data:`ZEROS_CODEC`; only a peer whose handshake says
+:data:`HANDSHAKE_VERSION` or more receives them, and only a state that is a
+link speed chooses it (a codec's name means that codec). So the codec and
+filter are chosen from a sample: the first ``asafe.wire.sample-size`` bytes of a frame are
 compressed with each candidate, and a candidate must shrink them by
 ``asafe.wire.min-ratio`` (and, for a link speed, send them faster than they go
 as they are, by a margin) or the frame goes as it is. The choice is kept per
@@ -79,9 +87,10 @@ from ..core import validate
 from . import board, sizes
 
 __all__ = [
-    "NAME", "CODEC", "CODEC_STATES", "FILTERS", "HANDSHAKE_KEY", "SIZES_KEY", "WireDecompressionError",
+    "NAME", "CODEC", "ZEROS_CODEC", "CODEC_STATES", "FILTERS", "ZEROS", "HANDSHAKE_KEY", "HANDSHAKE_VERSION",
+    "SIZES_KEY", "WireDecompressionError", "elide_zeros", "restore_zeros",
     "enable", "disable", "enabled", "advertise", "check_settings", "check_states", "stats", "reset_stats", "take_received",
-    "compress_frame", "decompress_frame",
+    "compress_frame", "decompress_frame", "decompress_zeros",
 ]
 
 #: Name of the optimization whose state switches the mechanism.
@@ -91,10 +100,20 @@ CODEC = "asafe-blosc2"
 #: The states of ``wire-compression`` that compress: blosc2's codec of that name.
 #: ``True`` (an on/off domain) means the first.
 CODEC_STATES = ("lz4", "zstd")
+#: Codec name of frames whose zero elements were elided (:func:`elide_zeros`).
+ZEROS_CODEC = "asafe-zeros"
+#: The filter that elides zero elements; no codec runs after it.
+ZEROS = "zeros"
 #: Filters the sample chooses from (``asafe.wire.filters``).
-FILTERS = ("none", "shuffle", "bitshuffle")
+FILTERS = ("none", "shuffle", "bitshuffle", ZEROS)
 #: Key a process adds to its connections' handshake when it can decode :data:`CODEC`.
 HANDSHAKE_KEY = "asafe-wire"
+#: The value it adds: 1 decodes :data:`CODEC`, 2 also :data:`ZEROS_CODEC`.
+HANDSHAKE_VERSION = 2
+#: Element sizes (bytes) whose zeros can be elided.
+_ZERO_SIZES = {2: "<u2", 4: "<u4", 8: "<u8"}
+#: An elided frame's header: magic, element size, elements, original bytes.
+_ZEROS_MAGIC = b"AZE1"
 #: Header key of ``[logical, wire]`` of an object that reports its sizes.
 SIZES_KEY = "asafe-nbytes"
 #: blosc2's largest buffer (``blosc2.MAX_BUFFERSIZE``); larger frames are sent as they are.
@@ -208,6 +227,7 @@ def enable() -> None:
         _choices.clear()
         _meter = context_meter
         compression.compressions[CODEC] = compression.Compression(CODEC, compress_frame, decompress_frame)
+        compression.compressions[ZEROS_CODEC] = compression.Compression(ZEROS_CODEC, elide_zeros, decompress_zeros)
         if _enabled:
             return
         if not _counters:
@@ -250,12 +270,12 @@ def advertise(server: Any) -> None:
     args = getattr(server, "connection_args", None)
     if not isinstance(args, dict) or (args.get("handshake_overrides") or {}).get(HANDSHAKE_KEY):
         return
-    args["handshake_overrides"] = {**(args.get("handshake_overrides") or {}), HANDSHAKE_KEY: 1}
+    args["handshake_overrides"] = {**(args.get("handshake_overrides") or {}), HANDSHAKE_KEY: HANDSHAKE_VERSION}
     for listener in getattr(server, "listeners", ()):
         original = listener.on_connection
 
         async def on_connection(comm: Any, handshake_overrides: dict | None = None, _original: Any = original) -> Any:
-            return await _original(comm, {**(handshake_overrides or {}), HANDSHAKE_KEY: 1})
+            return await _original(comm, {**(handshake_overrides or {}), HANDSHAKE_KEY: HANDSHAKE_VERSION})
 
         listener.on_connection = on_connection
     pool = getattr(server, "rpc", None)
@@ -270,12 +290,13 @@ def _wrap_dumps(dumps: Any, wants_context: bool, family: str) -> Any:
     def wire_dumps(x: Any, context: Any = None) -> tuple[dict, list]:
         header, frames = dumps(x, context=context) if wants_context else dumps(x)
         recipient = context.get("recipient") if context else None
-        if recipient and recipient.get(HANDSHAKE_KEY):  # the other end decodes: it counts what was saved
+        version = recipient.get(HANDSHAKE_KEY) if recipient else None
+        if version:  # the other end decodes: it counts what was saved
             if getattr(type(x), sizes.MARK, False):
                 header[SIZES_KEY] = list(sizes.sizes_of(x))  # type: ignore[arg-type]
             state = peek(NAME, False)
             if state:
-                _compress_frames(header, frames, x, family, state)
+                _compress_frames(header, frames, x, family, state, _decodes_zeros(version))
         return header, frames
 
     wire_dumps.__wrapped__ = dumps  # type: ignore[attr-defined]
@@ -294,7 +315,14 @@ def _wrap_loads(loads: Any) -> Any:
     return wire_loads
 
 
-def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any) -> None:
+def _decodes_zeros(version: Any) -> bool:
+    try:
+        return int(version) >= HANDSHAKE_VERSION
+    except (TypeError, ValueError):
+        return False
+
+
+def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any, zeros: bool = False) -> None:
     settings = _settings
     if not (state is True or isinstance(state, int) or state in CODEC_STATES):
         return  # a state that is no codec: refused at install, ignored here
@@ -320,17 +348,16 @@ def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any
             if not frame.c_contiguous:
                 continue
             frame = frame.cast("B")
-        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i)
+        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i, zeros)
         compressed = _maybe_compress(frame, size, kind)
         if compressed is not None:
-            frames[i] = compressed
-            compressions[i] = CODEC
+            frames[i], compressions[i] = compressed
             changed = True
     if changed:
         header["compression"] = tuple(compressions)
 
 
-def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> bytes | None:
+def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> tuple[bytes, str] | None:
     global corrupt_next
     settings = _settings
     counters = _counters
@@ -346,8 +373,9 @@ def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> bytes | No
         counters["skipped_bytes"] += n
         return None
     begin = time.perf_counter()
+    elide = choice[0] == ZEROS
     with _meter.meter("asafe-compress"):
-        compressed = compress_frame(frame, typesize, choice[0], choice[1])
+        compressed = elide_zeros(frame, typesize) if elide else compress_frame(frame, typesize, choice[0], choice[1])
     counters["compress_seconds"] += time.perf_counter() - begin
     if len(compressed) * settings["min_ratio"] > n:  # the sample promised more: sample this kind again
         choice[2] = 0
@@ -355,18 +383,20 @@ def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> bytes | No
         counters["skipped_bytes"] += n
         return None
     counters["compressed_frames"] += 1
+    counters["elided_frames"] += elide
     counters["compressed_logical_bytes"] += n
     counters["compressed_wire_bytes"] += len(compressed)
     if corrupt_next > 0:  # tests: a frame whose stated size disagrees with its length
         corrupt_next -= 1
         compressed = compressed[:-1]
-    return compressed
+    return compressed, ZEROS_CODEC if elide else CODEC
 
 
 def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     """Choose this kind's codec and filter from its first bytes (or none); remember the choice.
 
-    Returns ``[codec id or None, filter id, frames left before the next sample]``.
+    Returns ``[codec, filter id, frames left before the next sample]``, where ``codec`` is a
+    blosc2 codec id, :data:`ZEROS` (elide zero elements; filter None) or None (send as is).
     """
     settings = _settings
     state = kind[0]
@@ -383,8 +413,20 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     blosc2 = library["blosc2"]
     perf_counter = time.perf_counter
     with _meter.meter("asafe-sample"):
+        if link is not None and kind[-1] and ZEROS in settings["filters"] and typesize in _ZERO_SIZES:
+            began = perf_counter()
+            elided = elide_zeros(sample, typesize)
+            eliding = perf_counter() - began
+            if len(elided) * settings["min_ratio"] <= n:
+                began = perf_counter()
+                restore_zeros(elided)
+                cost = eliding + (perf_counter() - began) + len(elided) / link
+                if cost < best_cost:
+                    best, best_cost = (ZEROS, None), cost
         for codec_id in codecs:
             for name in settings["filters"]:
+                if name == ZEROS:
+                    continue
                 filter_id = library["filters"][name]
                 began = perf_counter()
                 compressed = compress_frame(sample, typesize, codec_id, filter_id)
@@ -404,6 +446,81 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
         _choices.clear()
     choice = _choices[kind] = [best[0], best[1], settings["resample"]]
     return choice
+
+
+def elide_zeros(data: Any, typesize: int = 8) -> bytes:
+    """Drop the elements of ``typesize`` bytes that are all zero bits; a bitmap says where they were.
+
+    The frame: :data:`_ZEROS_MAGIC`, the element size (one byte, three of
+    padding), the number of elements and of the buffer's bytes (8 each,
+    little-endian), the bitmap of the non-zero elements (``numpy.packbits``),
+    those elements, and the bytes past the last whole element. Exact for any
+    dtype: elements are compared as unsigned integers, so ``-0.0`` and NaNs
+    are kept as they are.
+
+    >>> import numpy as np
+    >>> x = np.array([0.0, 1.5, 0.0, -0.0, 0.0, 0.0, 2.0, 0.0])
+    >>> frame = elide_zeros(memoryview(x).cast("B"), 8)
+    >>> len(frame), x.nbytes  # 24 of header, 1 of bitmap, 3 elements
+    (49, 64)
+    >>> restore_zeros(frame) == x.tobytes()  # bit for bit: -0.0 keeps its sign
+    True
+    """
+    import numpy as np
+
+    buffer = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
+    nbytes = buffer.nbytes
+    count = nbytes // typesize
+    elements = np.frombuffer(buffer, dtype=_ZERO_SIZES[typesize], count=count)
+    nonzero = elements != 0
+    header = _ZEROS_MAGIC + bytes((typesize, 0, 0, 0)) + count.to_bytes(8, "little") + nbytes.to_bytes(8, "little")
+    return b"".join((header, np.packbits(nonzero).tobytes(), elements[nonzero].tobytes(),
+                     bytes(buffer[count * typesize:])))
+
+
+def restore_zeros(data: Any) -> bytearray:
+    """The buffer :func:`elide_zeros` made ``data`` from (``ValueError`` where its lengths disagree)."""
+    import numpy as np
+
+    frame = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
+    if frame.nbytes < 24 or bytes(frame[:4]) != _ZEROS_MAGIC:
+        raise ValueError("not a zero-elided frame (its magic bytes differ)")
+    typesize = frame[4]
+    dtype = _ZERO_SIZES.get(typesize)
+    count = int.from_bytes(frame[8:16], "little")
+    nbytes = int.from_bytes(frame[16:24], "little")
+    bitmap_bytes = (count + 7) // 8
+    if dtype is None or count * typesize > nbytes or frame.nbytes < 24 + bitmap_bytes:
+        raise ValueError(f"its header states {count} elements of {typesize} bytes in {nbytes} bytes")
+    nonzero = np.unpackbits(np.frombuffer(frame, dtype=np.uint8, count=bitmap_bytes, offset=24),
+                            count=count).view(bool)
+    kept = int(np.count_nonzero(nonzero))
+    values_at = 24 + bitmap_bytes
+    tail = nbytes - count * typesize
+    if frame.nbytes != values_at + kept * typesize + tail:
+        raise ValueError(f"it holds {frame.nbytes} bytes where its bitmap needs {values_at + kept * typesize + tail}")
+    out = bytearray(nbytes)
+    elements = np.frombuffer(out, dtype=dtype, count=count)
+    elements[nonzero] = np.frombuffer(frame, dtype=dtype, count=kept, offset=values_at)
+    if tail:
+        out[count * typesize:] = frame[values_at + kept * typesize:]
+    return out
+
+
+def decompress_zeros(data: Any) -> bytearray:
+    """Restore one zero-elided frame on arrival, or raise :class:`WireDecompressionError` (counted as one)."""
+    start = time.perf_counter()
+    length = memoryview(data).nbytes
+    try:
+        if _meter is not None:
+            with _meter.meter("asafe-decompress"):
+                out = restore_zeros(data)
+        else:
+            out = restore_zeros(data)
+    except Exception as exc:
+        raise _failed(length, ZEROS_CODEC, exc) from exc
+    _count_received(len(out), length, time.perf_counter() - start)
+    return out
 
 
 def compress_frame(data: Any, typesize: int = 8, codec: Any = None, filter: Any = None) -> bytes:
@@ -449,13 +566,22 @@ def decompress_frame(data: Any) -> bytearray:
         else:
             blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
     except Exception as exc:
-        _counters["failed_frames"] = _counters.get("failed_frames", 0) + 1
-        raise WireDecompressionError(
-            f"asafe wire-compression: a received frame of {length} bytes ({CODEC}) failed to "
-            f"decompress: {exc}. The transfer is dropped; Dask fetches the data again from "
-            "another replica or recomputes it."
-        ) from exc
-    seconds = time.perf_counter() - start
+        raise _failed(length, CODEC, exc) from exc
+    _count_received(nbytes, length, time.perf_counter() - start)
+    return out
+
+
+def _failed(length: int, codec: str, exc: Exception) -> WireDecompressionError:
+    _counters["failed_frames"] = _counters.get("failed_frames", 0) + 1
+    return WireDecompressionError(
+        f"asafe wire-compression: a received frame of {length} bytes ({codec}) failed to "
+        f"decompress: {exc}. The transfer is dropped; Dask fetches the data again from "
+        "another replica or recomputes it."
+    )
+
+
+def _count_received(nbytes: int, length: int, seconds: float) -> None:
+    """Count one decompressed frame: the bytes it saved and the codec's seconds at both ends."""
     counters = _counters
     if counters:
         counters["decompressed_frames"] += 1
@@ -465,7 +591,6 @@ def decompress_frame(data: Any) -> bytearray:
     global _saved, _codec_seconds
     _saved += max(nbytes - length, 0)
     _codec_seconds += seconds + nbytes * _compress_seconds_per_byte(seconds / max(nbytes, 1))
-    return out
 
 
 def _compress_seconds_per_byte(fallback: float) -> float:
@@ -497,14 +622,15 @@ def take_received() -> tuple[int, int, float]:
 
 
 def stats() -> dict[str, float]:
-    """This process's counters: frames and bytes compressed, skipped and decompressed, samples, seconds."""
+    """This process's counters: frames and bytes compressed (of them ``elided_frames`` by zero elision),
+    skipped and decompressed, samples, seconds."""
     return dict(_counters, enabled=_enabled, on=bool(board.peek(NAME, False)), state=board.peek(NAME, False))
 
 
 def reset_stats() -> None:
     """Zero this process's counters."""
     global _saved, _stored_saved, _codec_seconds
-    for key in ("compressed_frames", "compressed_logical_bytes", "compressed_wire_bytes",
+    for key in ("compressed_frames", "elided_frames", "compressed_logical_bytes", "compressed_wire_bytes",
                 "skipped_frames", "skipped_bytes", "decompressed_frames",
                 "decompressed_logical_bytes", "decompressed_wire_bytes", "failed_frames", "samples"):
         _counters[key] = 0
