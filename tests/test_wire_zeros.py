@@ -20,7 +20,7 @@ def test_elision_restores_every_bit_of_any_buffer(raw, typesize, zero_share):
     assert wire.restore_zeros(frame) == data
     whole = len(data) // typesize
     zeros = sum(1 for i in range(whole) if not any(data[i * typesize:(i + 1) * typesize]))
-    assert len(frame) == 24 + (whole + 7) // 8 + (whole - zeros) * typesize + len(data) % typesize
+    assert len(frame) == 24 + (whole + 63) // 64 * 8 + (whole - zeros) * typesize + len(data) % typesize
 
 
 def test_half_zero_floats_shrink_about_twofold_and_keep_negative_zero_and_nans():

@@ -23,7 +23,7 @@ scatters their zero bytes: 1.07x with shuffle against 1.49x without on
 half-zero float64 with LZ4, and 1.89x with ZSTD). Floats and integers of
 which many elements are exactly zero have a transform of their own,
 :data:`ZEROS` ("zero elision"): the elements that are zero are dropped and a
-bitmap says where they were, at about 1 GB/s both ways in numpy; it halves
+bitmap says where they were, at about 2 GB/s both ways in numpy; it halves
 half-zero float64 (1.94x) where no blosc2 codec reaches 1.9x at a speed that
 pays behind 1 Gbit/s (ZSTD: 1.89x at 240 MB/s). Its frames are named
 :data:`ZEROS_CODEC`; only a peer whose handshake says
@@ -453,55 +453,64 @@ def elide_zeros(data: Any, typesize: int = 8) -> bytes:
 
     The frame: :data:`_ZEROS_MAGIC`, the element size (one byte, three of
     padding), the number of elements and of the buffer's bytes (8 each,
-    little-endian), the bitmap of the non-zero elements (``numpy.packbits``),
-    those elements, and the bytes past the last whole element. Exact for any
-    dtype: elements are compared as unsigned integers, so ``-0.0`` and NaNs
-    are kept as they are.
+    little-endian), the bitmap of the non-zero elements (``numpy.packbits``,
+    padded to a multiple of 8 bytes so that the elements after it stay
+    aligned), those elements, and the bytes past the last whole element.
+    Exact for any dtype: elements are compared as unsigned integers, so
+    ``-0.0`` and NaNs are kept as they are.
 
     >>> import numpy as np
     >>> x = np.array([0.0, 1.5, 0.0, -0.0, 0.0, 0.0, 2.0, 0.0])
     >>> frame = elide_zeros(memoryview(x).cast("B"), 8)
-    >>> len(frame), x.nbytes  # 24 of header, 1 of bitmap, 3 elements
-    (49, 64)
+    >>> len(frame), x.nbytes  # 24 of header, 8 of bitmap, 3 elements
+    (56, 64)
     >>> restore_zeros(frame) == x.tobytes()  # bit for bit: -0.0 keeps its sign
     True
     """
     import numpy as np
 
-    buffer = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
+    buffer = memoryview(data).cast("B")
     nbytes = buffer.nbytes
     count = nbytes // typesize
-    elements = np.frombuffer(buffer, dtype=_ZERO_SIZES[typesize], count=count)
+    dtype = _ZERO_SIZES[typesize]
+    elements = np.frombuffer(buffer, dtype=dtype, count=count)
     nonzero = elements != 0
+    bitmap = np.packbits(nonzero)
     header = _ZEROS_MAGIC + bytes((typesize, 0, 0, 0)) + count.to_bytes(8, "little") + nbytes.to_bytes(8, "little")
-    return b"".join((header, np.packbits(nonzero).tobytes(), elements[nonzero].tobytes(),
-                     bytes(buffer[count * typesize:])))
+    # np.compress and a fancy put (restore_zeros) run 4-5x faster than a boolean mask's indexing and
+    # assignment (6 and 8 against 1.5 GB/s on this project's machine), which decides whether elision
+    # pays behind 1 Gbit/s; one join of the parts was faster than compressing into a preallocated frame
+    return b"".join((header, bitmap.data, bytes(_bitmap_bytes(count) - bitmap.nbytes),
+                     np.compress(nonzero, elements).data, buffer[count * typesize:]))
+
+
+def _bitmap_bytes(count: int) -> int:
+    return (count + 63) // 64 * 8
 
 
 def restore_zeros(data: Any) -> bytearray:
     """The buffer :func:`elide_zeros` made ``data`` from (``ValueError`` where its lengths disagree)."""
     import numpy as np
 
-    frame = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else memoryview(data)
+    frame = memoryview(data).cast("B")
     if frame.nbytes < 24 or bytes(frame[:4]) != _ZEROS_MAGIC:
         raise ValueError("not a zero-elided frame (its magic bytes differ)")
     typesize = frame[4]
     dtype = _ZERO_SIZES.get(typesize)
     count = int.from_bytes(frame[8:16], "little")
     nbytes = int.from_bytes(frame[16:24], "little")
-    bitmap_bytes = (count + 7) // 8
-    if dtype is None or count * typesize > nbytes or frame.nbytes < 24 + bitmap_bytes:
+    values_at = 24 + _bitmap_bytes(count)
+    if dtype is None or count * typesize > nbytes or frame.nbytes < values_at:
         raise ValueError(f"its header states {count} elements of {typesize} bytes in {nbytes} bytes")
-    nonzero = np.unpackbits(np.frombuffer(frame, dtype=np.uint8, count=bitmap_bytes, offset=24),
+    nonzero = np.unpackbits(np.frombuffer(frame, dtype=np.uint8, count=(count + 7) // 8, offset=24),
                             count=count).view(bool)
     kept = int(np.count_nonzero(nonzero))
-    values_at = 24 + bitmap_bytes
     tail = nbytes - count * typesize
     if frame.nbytes != values_at + kept * typesize + tail:
         raise ValueError(f"it holds {frame.nbytes} bytes where its bitmap needs {values_at + kept * typesize + tail}")
     out = bytearray(nbytes)
     elements = np.frombuffer(out, dtype=dtype, count=count)
-    elements[nonzero] = np.frombuffer(frame, dtype=dtype, count=kept, offset=values_at)
+    elements[np.flatnonzero(nonzero)] = np.frombuffer(frame, dtype=dtype, count=kept, offset=values_at)
     if tail:
         out[count * typesize:] = frame[values_at + kept * typesize:]
     return out

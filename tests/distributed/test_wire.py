@@ -151,7 +151,7 @@ def half_zero_block(block):
 
 
 def test_a_link_speed_state_elides_the_zeros_of_half_zero_floats(client, installed):
-    # 30 MB/s: the sample's cost model prefers zero elision (1.94x at ~1 GB/s) to every blosc2 codec
+    # 30 MB/s: the sample's cost model prefers zero elision (1.94x at ~2 GB/s) to every blosc2 codec
     with installed(client, runtime(asafe.Fixed(30), 30)) as handle:
         assert handle.state("wire-compression") == 30
         reset(client)
