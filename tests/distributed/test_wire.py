@@ -66,7 +66,9 @@ def totals(client):
 
 
 def reset(client):
+    """Zero the counters of every worker and of this (the client's) process."""
     client.run(wire.reset_stats)
+    wire.reset_stats()
 
 
 def codec_saved(counts):
