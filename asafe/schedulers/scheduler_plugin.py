@@ -234,7 +234,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
         self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
-                                self.runtime.add_signal("reuse", self.reuse)]
+                                self.runtime.add_signal("reuse", self.reuse),
+                                self.forecast.attach()]  # the tracker reads the forecast's planned total
         if threads.reads_signal(self.runtime):  # kernel-threads (asafe.schedulers.threads)
             self._detach_signals.append(self.runtime.add_signal(threads.SIGNAL, self.runnable))
         system = self.runtime.system_signals
