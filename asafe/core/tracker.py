@@ -38,10 +38,9 @@ plan changes on every task event keeps its own running total instead and
 attaches it with :meth:`ModeTracker.add_plan_source`: the tracker reads it at
 each read (a mode, the scheduled view), so the event path makes no call into
 the tracker and takes no lock. The transfer forecast does this
-(:mod:`asafe.schedulers.forecast`): each of a fan-in's leaves changed its
-planned transfer three times, three locked :meth:`~ModeTracker.plan` calls per
-leaf before. Planned work, in uncompressed-equivalent seconds for transfers,
-belongs to the scheduled view.
+(:mod:`asafe.schedulers.forecast`): each leaf of a fan-in changes its planned
+transfer three times. Planned work, in uncompressed-equivalent seconds for
+transfers, belongs to the scheduled view.
 
 The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
 ``w = (1 - blend) * min(1, N / W)``, where ``N`` counts the scheduled tasks and

@@ -51,13 +51,13 @@ planned items itself (:attr:`TransferForecast.planned`, plain float adds, set
 to exactly 0 whenever no item is left, as :meth:`asafe.ModeTracker.plan` does
 with its own total), and the tracker reads that total at each read
 (:meth:`TransferForecast.attach`, :meth:`asafe.ModeTracker.add_plan_source`).
-The total is the same sum, of the same amounts in the same order, as the
-per-event :meth:`~asafe.ModeTracker.plan` calls the forecast made before, so an
-evaluation reads the same mode (where P2P traffic is planned too, its
-:meth:`~asafe.ModeTracker.plan` total is added to this one instead of
+The total is the same sum, of the same amounts in the same order, as one
+:meth:`~asafe.ModeTracker.plan` call per change would make, so an evaluation
+reads the mode those calls would give (where P2P traffic is planned too, its
+:meth:`~asafe.ModeTracker.plan` total is added to this one rather than
 interleaved with it: a difference of rounding); but a leaf of a fan-in, whose
-planned transfer is entered, refined and served, no longer makes three calls
-into the tracker under its lock (``docs/scale.rst``).
+planned transfer is entered, refined and served, makes no call into the
+tracker and takes no lock (``docs/scale.rst`` has the profile).
 
 The cost is O(1) per dependency edge at submission and per finished task, and
 no call into the tracker.
