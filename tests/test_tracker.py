@@ -1,4 +1,6 @@
 """The mode tracker on scripted event streams: exact shares, learning, window, bounds."""
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -223,3 +225,67 @@ def test_a_batch_equals_its_events_one_by_one(stream):
     for task_type, prefix, *_ in stream:
         assert batched.expected_duration(task_type, prefix) == pytest.approx(
             single.expected_duration(task_type, prefix), rel=1e-9)
+
+
+# plan sources: a running total of planned work that the tracker reads -------------
+def test_a_plan_source_counts_in_every_read_of_the_scheduled_view():
+    tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "produce")
+    planned = [0.0]
+    detach = tracker.add_plan_source("communication", lambda: planned[0])
+    assert tracker.scheduled_work() == {"compute": 1.0}  # nothing planned: no entry
+    planned[0] = 3.0
+    assert tracker.scheduled_work() == {"compute": 1.0, "communication": 3.0}
+    assert tracker.mode().ratio == pytest.approx(1 / 3)
+    assert tracker.scheduled_mode().ratio == pytest.approx(1 / 3)
+    assert "communication" in tracker.seen_types()
+    tracker.plan("communication", 1.0)  # plan() calls add to the source's total
+    assert tracker.scheduled_work()["communication"] == 4.0
+    tracker.clear_scheduled()  # a source is cleared by its owner, not here
+    assert tracker.scheduled_work() == {"communication": 3.0}
+    detach()
+    detach()  # twice: nothing more
+    assert tracker.scheduled_work() == {}
+
+
+@pytest.mark.parametrize("value, kind", [(math.nan, "is nan"), (math.inf, "is infinite"), ("x", "is a ValueError")])
+def test_a_bad_plan_source_reads_zero_and_is_counted(value, kind):
+    tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "produce")
+    tracker.add_plan_source("communication", lambda: value)
+    assert tracker.scheduled_work() == {"compute": 1.0}
+    assert tracker.rejected == {f"plan source: seconds {kind}": 1}
+
+
+def test_a_plan_source_needs_a_type_and_a_callable():
+    tracker = ModeTracker()
+    with pytest.raises(ValueError, match="task type"):
+        tracker.add_plan_source("", lambda: 0.0)
+    with pytest.raises(TypeError, match="callable"):
+        tracker.add_plan_source("communication", 3.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, -1, 0]), st.sampled_from([0.1, 0.25, 1e-3, 7.0])), max_size=40))
+def test_a_running_total_kept_by_its_owner_reads_as_its_plan_calls_one_by_one(stream):
+    """The transfer forecast's rule (plain adds, exactly zero when no item is left) is plan()'s, bit for bit."""
+    source = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    single = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+    total, items, held = [0.0], [0], []
+    source.add_plan_source("communication", lambda: total[0])
+    for sign, seconds in stream:
+        if sign == 1:  # an item enters
+            held.append(seconds)
+            total[0] += seconds
+            items[0] += 1
+            single.plan("communication", seconds, 1)
+        elif sign == -1 and held:  # an item leaves
+            gone = held.pop(0)
+            items[0] -= 1
+            total[0] = total[0] - gone if items[0] > 0 else 0.0
+            single.plan("communication", -gone, -1)
+        elif sign == 0 and held:  # an item is repriced
+            held[-1], delta = held[-1] * 2, held[-1]
+            total[0] += delta
+            single.plan("communication", delta, 0)
+        assert source.scheduled_work() == single.scheduled_work()

@@ -33,8 +33,14 @@ a garbage collection that walks them.
 *Planned work that is not a task.* A scheduler integration that sees a graph
 before it runs can also say what will move: :meth:`ModeTracker.plan` adds (and
 later removes) expected seconds of a type with a count, such as the transfer of
-a task's output to the worker of its consumer, in uncompressed-equivalent seconds
-(:mod:`asafe.schedulers.forecast`). Planned work belongs to the scheduled view.
+a P2P operation's inputs (:mod:`asafe.schedulers.p2p`). An integration whose
+plan changes on every task event keeps its own running total instead and
+attaches it with :meth:`ModeTracker.add_plan_source`: the tracker reads it at
+each read (a mode, the scheduled view), so the event path makes no call into
+the tracker and takes no lock. The transfer forecast does this
+(:mod:`asafe.schedulers.forecast`): each leaf of a fan-in changes its planned
+transfer three times. Planned work, in uncompressed-equivalent seconds for
+transfers, belongs to the scheduled view.
 
 The blend is ``(w * scheduled + blend * measured) / (w + blend)`` with
 ``w = (1 - blend) * min(1, N / W)``, where ``N`` counts the scheduled tasks and
@@ -71,7 +77,7 @@ import math
 import numbers
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from . import validate
 from .mode import ModeVector
@@ -150,6 +156,7 @@ class ModeTracker:
         self._counts: dict[str, int] = {}  # scheduled tasks per type
         self._planned: dict[str, float] = {}  # planned seconds per type (not tasks: see plan())
         self._planned_count = 0
+        self._plan_sources: tuple[tuple[str, Callable[[], float]], ...] = ()  # read at each read (add_plan_source)
         # the ring: parallel deques (no tuple per entry) of type, seconds, count
         self._ring_types: deque[str] = deque()
         self._ring_seconds: deque[float] = deque()
@@ -336,6 +343,47 @@ class ModeTracker:
             else:
                 self._planned[task_type] = self._planned.get(task_type, 0.0) + seconds
 
+    def add_plan_source(self, task_type: str, source: Callable[[], float]) -> Callable[[], None]:
+        """Count ``source()`` seconds of planned ``task_type`` work in the scheduled view; returns a function that detaches it.
+
+        The source is read at every read of the scheduled view (:meth:`mode`,
+        :meth:`scheduled_mode`, :meth:`scheduled_work`), under the tracker's
+        lock: it must be O(1) and must not call the tracker. It is the running
+        total of planned work its owner keeps with plain float adds, for an
+        owner whose plan changes on every task event (the transfer forecast):
+        what :meth:`plan` calls would add up to, without a call and a lock per
+        event, and never stale, whichever thread reads. A value that is not a
+        finite number of seconds (or a source that raises) reads as 0 and is
+        counted in :attr:`rejected`. :meth:`clear_scheduled` does not clear a
+        source: its owner does.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+        >>> tracker.add("compute", "produce")
+        >>> planned = [3.0]  # the owner's running total
+        >>> detach = tracker.add_plan_source("communication", lambda: planned[0])
+        >>> tracker.mode().ratio
+        0.3333333333333333
+        >>> planned[0] = 1.0; tracker.scheduled_work()
+        {'compute': 1.0, 'communication': 1.0}
+        >>> detach(); tracker.scheduled_work()
+        {'compute': 1.0}
+        """
+        if not _is_type(task_type):
+            raise ValueError(f"a plan source needs a task type, {_TYPE_RULE}; got {task_type!r}")
+        if not callable(source):
+            raise TypeError(f"a plan source must be callable, got {type(source).__name__}")
+        entry = (task_type, source)
+        with self._lock:
+            self._plan_sources = (*self._plan_sources, entry)
+
+        def detach() -> None:
+            with self._lock:
+                self._plan_sources = tuple(e for e in self._plan_sources if e is not entry)
+
+        return detach
+
     def clear_scheduled(self, planned: bool = True) -> None:
         """Forget every scheduled task and, unless ``planned=False``, every planned item; keep what was learned."""
         with self._lock:
@@ -358,7 +406,22 @@ class ModeTracker:
         work = dict(self._scheduled)
         for t, w in self._planned.items():
             work[t] = work.get(t, 0.0) + w
+        for t, source in self._plan_sources:
+            w = self._source_seconds(source)
+            if w:
+                work[t] = work.get(t, 0.0) + w
         return {t: max(w, 0.0) for t, w in work.items() if w > 1e-15}
+
+    def _source_seconds(self, source: Callable[[], float]) -> float:
+        try:
+            value = source()
+            seconds = float(value)
+        except Exception as exc:  # a read never raises (see the module docstring)
+            value, seconds = exc, math.nan
+        if math.isfinite(seconds):
+            return seconds
+        self._reject("plan source", "seconds", value, "a finite number of seconds")
+        return 0.0
 
     def measured_work(self) -> dict[str, float]:
         """Measured seconds of work per type in the sliding window."""
@@ -389,7 +452,8 @@ class ModeTracker:
     def seen_types(self) -> set[str]:
         """The task types this tracker has counted or measured (scheduled, planned, learned, in the window)."""
         with self._lock:
-            return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled}
+            return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled,
+                    *(t for t, _ in self._plan_sources)}
 
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""

@@ -5,9 +5,8 @@ measurements alone runs every phase's first tasks in the previous phase's state.
 A Dask scheduler knows a graph when it is submitted: each task's dependencies,
 where the ones already computed live (``who_has``), and where a task is pinned
 (``workers=`` without ``allow_other_workers``). :class:`TransferForecast` turns
-that into *planned* communication in the mode tracker
-(:meth:`asafe.ModeTracker.plan`), one item per output that is expected to
-cross to another worker, in uncompressed-equivalent seconds::
+that into *planned* communication in the mode tracker, one item per output
+that is expected to cross to another worker, in uncompressed-equivalent seconds::
 
     seconds = probability of crossing * logical bytes of the output / bandwidth
 
@@ -47,16 +46,32 @@ and leave when that consumer finishes (the measured transfer then reaches the
 measured window) or when the output is released. Waiting producers do not count,
 so a large graph shows the transfers of the wave about to run, not all of them.
 
-The cost is O(1) per dependency edge at submission and per finished task.
+*What reaches the tracker.* The forecast keeps the running total of its
+planned items itself (:attr:`TransferForecast.planned`, plain float adds, set
+to exactly 0 whenever no item is left, as :meth:`asafe.ModeTracker.plan` does
+with its own total), and the tracker reads that total at each read
+(:meth:`TransferForecast.attach`, :meth:`asafe.ModeTracker.add_plan_source`).
+The total is the same sum, of the same amounts in the same order, as one
+:meth:`~asafe.ModeTracker.plan` call per change would make, so an evaluation
+reads the mode those calls would give (where P2P traffic is planned too, its
+:meth:`~asafe.ModeTracker.plan` total is added to this one rather than
+interleaved with it: a difference of rounding); but a leaf of a fan-in, whose
+planned transfer is entered, refined and served, makes no call into the
+tracker and takes no lock (``docs/scale.rst`` has the profile).
+
+The cost is O(1) per dependency edge at submission and per finished task, and
+no call into the tracker.
 
 Examples
 --------
 >>> from asafe import ModeTracker
 >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
 >>> forecast = TransferForecast(tracker, bandwidth=lambda: 1e8, workers=lambda: 2)
+>>> detach = forecast.attach()  # the tracker counts what the forecast plans
 >>> forecast.learn_output("produce", nbytes=4e8, crossed=True)
 >>> forecast.expected_seconds("produce")  # 400 MB at 100 MB/s, all of them crossed so far
 4.0
+>>> detach()
 """
 from __future__ import annotations
 
@@ -120,7 +135,7 @@ class TransferForecast:
     Parameters
     ----------
     tracker : ModeTracker
-        Receives the planned seconds (:meth:`~asafe.ModeTracker.plan`).
+        Counts the planned seconds once :meth:`attach` is called.
     bandwidth : callable
         The current bandwidth estimate in bytes per second.
     workers : callable
@@ -139,7 +154,16 @@ class TransferForecast:
         self.output_bytes: dict[str, float] = {}  # prefix -> moving average of logical output bytes
         self.shipped: dict[str, float] = {}  # prefix -> moving average of the fraction that crossed
         self._outputs: dict[Any, _Output] = {}
-        self.planned = 0.0  # seconds planned now (for info)
+        #: Seconds planned now: the running total the tracker reads (see the module docstring).
+        self.planned = 0.0
+        self._items = 0  # planned items now: edges and prefix forecasts of active outputs
+
+    def attach(self) -> Callable[[], None]:
+        """Count :attr:`planned` as planned communication in the tracker from now on; returns a function that detaches it."""
+        return self.tracker.add_plan_source(COMMUNICATION, self._planned_seconds)
+
+    def _planned_seconds(self) -> float:
+        return self.planned
 
     # learning ---------------------------------------------------------------------
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
@@ -175,16 +199,31 @@ class TransferForecast:
     def submitted(self, tasks: Iterable[Any]) -> None:
         """New tasks reached the scheduler: plan the edges from their dependencies."""
         workers = max(int(self._workers()), 1)
+        bandwidth = None  # read once per graph, when an edge needs it: no event comes between
+        outputs, output_bytes, memory_size = self._outputs, self.output_bytes, self._memory_size
         for ts in tasks:
             dependencies = ts.dependencies
             if not dependencies:
                 continue
-            dest = _pinned(ts)
+            dest = _pinned(ts) if ts.worker_restrictions else None
             largest = None
             if dest is None and len(dependencies) > 1:
-                largest = max(dependencies, key=self._size_of)
+                # the first largest dependency (as max() picks it), by what is known of its size
+                best = 0.0
+                for dts in dependencies:
+                    out = outputs.get(dts.key)
+                    if out is not None and out.nbytes is not None:
+                        size = out.nbytes
+                    elif dts.state == "memory":
+                        size = memory_size(dts)
+                    else:
+                        size = output_bytes.get(dts.prefix.name, 0.0)
+                    if largest is None or size > best:
+                        largest, best = dts, size
             for dts in dependencies:
-                self._edge(dts, ts, dest, largest, workers)
+                read = self._edge(dts, ts, dest, largest, workers, bandwidth)
+                if read is not None:
+                    bandwidth = read
 
     def activate(self, ts: Any) -> None:
         """``ts`` is ready or running: its output's planned transfers count from now."""
@@ -192,18 +231,26 @@ class TransferForecast:
         if out is None:
             if ts.dependents:
                 return  # its consumers are known and plan nothing from it
-            forecast = self.expected_seconds(ts.prefix.name)
-            if not forecast:
+            prefix = ts.prefix.name
+            if not (self.output_bytes.get(prefix) and self.shipped.get(prefix)):
                 return  # nothing to plan: no entry (one per task would cost memory)
-            out = self._outputs[ts.key] = _Output(ts.prefix.name, _place(ts))
+            forecast = self.expected_seconds(prefix)
+            if not forecast:
+                return
+            out = self._outputs[ts.key] = _Output(prefix, _place(ts))
             out.active = True
             self._set_forecast(out, forecast)  # no consumer submitted yet: what this prefix usually does
             return
         if out.active:
             return
         out.active = True
-        for edge in out.edges.values():
-            self._plan(edge[1], 1)
+        edges = out.edges
+        if edges:
+            planned = self.planned
+            for edge in edges.values():
+                planned += edge[1]
+            self.planned = planned
+            self._items += len(edges)
 
     def finished(self, ts: Any, worker: str | None, logical: float | None) -> None:
         """``ts`` finished on ``worker`` with an output of ``logical`` bytes.
@@ -217,10 +264,14 @@ class TransferForecast:
                 out.home = frozenset((worker,))
             if logical is not None:
                 out.nbytes = float(logical)
-                self._refine(out)
-        if logical is not None:
-            self.learn_output(ts.prefix.name, nbytes=logical)
-        self._served(ts, worker, learn=True)
+                if out.edges or out.forecast:
+                    self._refine(out)
+        if logical is not None and logical >= 0:  # learn_output's size rule, inline (one per task)
+            prefix = ts.prefix.name
+            old = self.output_bytes.get(prefix)
+            self.output_bytes[prefix] = float(logical) if old is None else old + _LEARN * (logical - old)
+        if ts.dependencies:
+            self._served(ts, worker, learn=True)
 
     def discarded(self, ts: Any) -> None:
         """``ts`` left without finishing: the transfers into it will not happen."""
@@ -229,34 +280,38 @@ class TransferForecast:
     def released(self, key: Any) -> None:
         """An output left the cluster's memory (or was never made): drop what it planned."""
         out = self._outputs.pop(key, None)
-        if out is None:
+        if out is None or not out.active:
             return
-        if out.active:
-            for edge in out.edges.values():
-                self._plan(-edge[1], -1)
-            if out.forecast:
-                self._plan(-out.forecast, -1)
+        for edge in out.edges.values():
+            self._unplan(edge[1])
+        if out.forecast:
+            self._unplan(out.forecast)
 
     def clear(self) -> None:
         """Forget every planned transfer (a restart, an uninstall); keep what was learned."""
         self._outputs.clear()
         self.planned = 0.0
+        self._items = 0
 
     def __len__(self) -> int:
         """Outputs with planned (or plannable) transfers."""
         return len(self._outputs)
 
     # internals ------------------------------------------------------------------------
-    def _edge(self, dts: Any, ts: Any, dest: str | None, largest: Any, workers: int) -> None:
+    def _edge(self, dts: Any, ts: Any, dest: str | None, largest: Any, workers: int,
+              bandwidth: float | None) -> float | None:
+        # One dependency edge of a submitted task; returns the bandwidth it read
+        # (None: it read none), which the rest of the graph reuses.
         out = self._outputs.get(dts.key)
         if out is None:
+            state = dts.state
             out = self._outputs[dts.key] = _Output(dts.prefix.name, _place(dts))
-            if dts.state == "memory":
+            if state == "memory":
                 out.nbytes = self._memory_size(dts)
-            out.active = dts.state in _ACTIVE
+            out.active = state in _ACTIVE
         if dest is not None:
             if dest in out.edges:
-                return  # this output already goes to that worker once
+                return None  # this output already goes to that worker once
             home = out.home
             probability = (0.0 if dest in home else 1.0) if home is not None else (workers - 1) / workers
             where: Any = dest
@@ -264,65 +319,83 @@ class TransferForecast:
             probability = 0.0 if (largest is None or dts is largest) else (workers - 1) / workers
             where = ("consumer", ts.key)
         if probability == 0.0:
-            return
+            return None
         if out.forecast:
             self._set_forecast(out, 0.0)  # a real consumer replaces the prefix's history
-        seconds = probability * self._bytes(out) / self._bandwidth_now()
+        if bandwidth is None:
+            bandwidth = self._bandwidth_now()
+        nbytes = out.nbytes
+        if nbytes is None:
+            nbytes = self.output_bytes.get(out.prefix, 0.0)
+        seconds = probability * nbytes / bandwidth
         out.edges[where] = [probability, seconds]
         if out.active:
-            self._plan(seconds, 1)
+            self.planned += seconds
+            self._items += 1
+        return bandwidth
 
     def _served(self, ts: Any, worker: str | None, learn: bool) -> None:
+        outputs = self._outputs
+        shipped = self.shipped
+        consumer = None
         for dts in ts.dependencies:
-            out = self._outputs.get(dts.key)
+            out = outputs.get(dts.key)
             if out is None:
                 continue
-            edge = out.edges.pop(worker, None) if worker is not None else None
-            if edge is None:
-                edge = out.edges.pop(("consumer", ts.key), None)
-            if edge is not None and out.active:
-                self._plan(-edge[1], -1)
+            edges = out.edges
+            edge = edges.pop(worker, None) if worker is not None else None
+            if edge is None and edges:
+                if consumer is None:
+                    consumer = ("consumer", ts.key)
+                edge = edges.pop(consumer, None)
+            if edge is not None and out.active:  # one planned item leaves (_unplan, inline: one per edge)
+                items = self._items - 1
+                if items > 0:
+                    self._items = items
+                    self.planned -= edge[1]
+                else:
+                    self._items = 0
+                    self.planned = 0.0
             if learn and out.home is not None and worker is not None:
-                self.learn_output(out.prefix, crossed=worker not in out.home)
+                # learn_output's crossing rule, inline (one per dependency edge)
+                crossed = float(worker not in out.home)
+                old = shipped.get(out.prefix)
+                shipped[out.prefix] = crossed if old is None else old + _LEARN * (crossed - old)
 
     def _refine(self, out: _Output) -> None:
         # the output exists: its size is known, and so is where it is (an edge
         # to a known worker now crosses or does not, no longer "probably")
         bandwidth = self._bandwidth_now()
+        home, nbytes, active = out.home, out.nbytes, out.active
         for where, edge in out.edges.items():
-            if isinstance(where, str) and out.home is not None:
-                edge[0] = 0.0 if where in out.home else 1.0
-            seconds = edge[0] * out.nbytes / bandwidth
-            if out.active:
-                self._plan(seconds - edge[1], 0)
+            if home is not None and isinstance(where, str):
+                edge[0] = 0.0 if where in home else 1.0
+            seconds = edge[0] * nbytes / bandwidth
+            if active:
+                self.planned += seconds - edge[1]
             edge[1] = seconds
         if out.forecast:
             shipped = self.shipped.get(out.prefix, 0.0)
-            self._set_forecast(out, shipped * out.nbytes / bandwidth)
+            self._set_forecast(out, shipped * nbytes / bandwidth)
 
     def _set_forecast(self, out: _Output, seconds: float) -> None:
         if out.forecast and out.active:
-            self._plan(-out.forecast, -1)
+            self._unplan(out.forecast)
         out.forecast = seconds
         if seconds and out.active:
-            self._plan(seconds, 1)
+            self.planned += seconds
+            self._items += 1
 
-    def _plan(self, seconds: float, count: int) -> None:
-        self.planned += seconds
-        self.tracker.plan(COMMUNICATION, seconds, count)
-
-    def _bytes(self, out: _Output) -> float:
-        if out.nbytes is not None:
-            return out.nbytes
-        return self.output_bytes.get(out.prefix, 0.0)
-
-    def _size_of(self, ts: Any) -> float:
-        out = self._outputs.get(ts.key)
-        if out is not None and out.nbytes is not None:
-            return out.nbytes
-        if ts.state == "memory":
-            return self._memory_size(ts)
-        return self.output_bytes.get(ts.prefix.name, 0.0)
+    def _unplan(self, seconds: float) -> None:
+        # One planned item leaves; none left: exactly zero, no residue of the
+        # running sum (the rule of ModeTracker.plan, its count clamped at 0 too).
+        items = self._items - 1
+        if items > 0:
+            self._items = items
+            self.planned -= seconds
+        else:
+            self._items = 0
+            self.planned = 0.0
 
     def _bandwidth_now(self) -> float:
         bandwidth = float(self._bandwidth() or 0.0)
@@ -341,5 +414,7 @@ def _place(ts: Any) -> frozenset | None:
     """Workers holding ``ts``'s output, or the one it is pinned to; None when Dask will choose."""
     if ts.who_has:
         return frozenset(ws.address for ws in ts.who_has)
+    if not ts.worker_restrictions:
+        return None
     pinned = _pinned(ts)
     return frozenset((pinned,)) if pinned is not None else None

@@ -170,6 +170,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
         self.runnable = threads.RunnableCount(self._total_threads)  # the mode's "runnable_per_core" signal
+        self._count_runnable = False  # only while that signal is attached (start): no domain reads it otherwise
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth,
                                  configured=configured_bandwidth())
@@ -234,8 +235,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         )
         self._unsubscribe = self.runtime.subscribe(self._push)
         self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
-                                self.runtime.add_signal("reuse", self.reuse)]
-        if threads.reads_signal(self.runtime):  # kernel-threads (asafe.schedulers.threads)
+                                self.runtime.add_signal("reuse", self.reuse),
+                                self.forecast.attach()]  # the tracker reads the forecast's planned total
+        self._count_runnable = threads.reads_signal(self.runtime)  # kernel-threads (asafe.schedulers.threads)
+        if self._count_runnable:
             self._detach_signals.append(self.runtime.add_signal(threads.SIGNAL, self.runnable))
         system = self.runtime.system_signals
         if system is not None:
@@ -360,13 +363,14 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                     self._enter(key)
                 elif not entry.ready:  # the next wave became ready: counted already
                     entry.ready = True
-                    self.runnable.add(entry.task_type)
+                    if self._count_runnable:
+                        self.runnable.add(entry.task_type)
                     self._became_ready(self.scheduler.tasks[key])
             elif entry is not None:
                 if finish == "waiting":
                     return  # counted at submission: it was ready then (see update_graph)
                 del self._scheduled[key]
-                if entry.ready:
+                if entry.ready and self._count_runnable:
                     self.runnable.remove(entry.task_type)
                 if start == "processing" and finish == "memory":
                     self._finish(key, entry, True, kwargs)
@@ -476,7 +480,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.tracker.add(entry.task_type, entry.prefix, prior=learned)
         self.reuse.add(entry.reuse)
         if ready:
-            self.runnable.add(entry.task_type)
+            if self._count_runnable:
+                self.runnable.add(entry.task_type)
             self._became_ready(ts)
         return entry
 
@@ -646,7 +651,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 ts = tasks.get(key)
                 if ts is None or (ts.state not in _ACTIVE and ts.state != "waiting"):
                     del self._scheduled[key]
-                    if entry.ready:
+                    if entry.ready and self._count_runnable:
                         self.runnable.remove(entry.task_type)
                     self._discard(key, entry)
             self._maybe_evaluate()

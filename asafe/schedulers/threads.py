@@ -10,8 +10,8 @@ has the YAML) chooses the thread count from the mode:
 * the signal ``runnable_per_core`` is the number of runnable tasks (ready,
   queued or processing, of every type but communication) divided by the
   cluster's worker threads. The scheduler plugin keeps the count in O(1) per
-  transition (:class:`RunnableCount`) and attaches the signal only when a
-  domain reads it;
+  transition (:class:`RunnableCount`), and keeps it and attaches the signal
+  only when a domain reads it (elsewhere the count stays 0);
 * its domain, an :class:`asafe.Bands` on that signal, asks for many threads
   while few tasks are runnable per worker thread and for 1 while every thread
   has one (the margin keeps the state on a count that wanders around the edge,
@@ -72,7 +72,8 @@ class RunnableCount:
     """Runnable tasks per worker thread: the signal ``runnable_per_core``, kept in O(1) per event.
 
     The scheduler plugin calls :meth:`add` when a task becomes ready (queued,
-    no-worker or processing) and :meth:`remove` when it leaves; communication
+    no-worker or processing) and :meth:`remove` when it leaves, where a domain
+    reads the signal (:func:`reads_signal`; no call otherwise); communication
     tasks are not counted (they wait on the network, not on a core).
     ``threads()`` is the cluster's worker threads (the scheduler's
     ``total_nthreads``); with none the signal is ``nan`` (unknown: no band

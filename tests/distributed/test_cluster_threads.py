@@ -115,10 +115,21 @@ def test_the_scheduler_counts_runnable_tasks_but_not_communication_ones_nor_thos
 
 
 def test_the_signal_is_attached_only_where_a_domain_reads_it(client, installed, make_runtime):
+    import uuid
+
+    from distributed import Event
+
+    name = f"threads-{uuid.uuid4().hex}"
+    event = Event(name, client=client)
     with installed(client, make_runtime()) as handle:
         client.submit(probe, 0.0, pure=False).result()
         assert "runnable_per_core" not in handle.mode.signals
         assert handle.states == {"compression": False}
+        computes = [client.submit(blocked, name, pure=False) for _ in range(4)]
+        wait_for(lambda: handle.info("tracker")["tracker"]["tasks"] == 4)  # 2 running, 2 queued
+        assert client.run_on_scheduler(runnable) == 0  # not counted either, where nothing reads it
+        event.set()
+        assert client.gather(computes) == [0] * 4
 
 
 @pytest.mark.parametrize("states, initial, refused", [
