@@ -169,11 +169,9 @@ class TransferForecast:
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
         """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""
         if nbytes is not None and nbytes >= 0:
-            old = self.output_bytes.get(prefix)
-            self.output_bytes[prefix] = float(nbytes) if old is None else old + _LEARN * (nbytes - old)
+            _learn(self.output_bytes, prefix, float(nbytes))
         if crossed is not None:
-            old = self.shipped.get(prefix)
-            self.shipped[prefix] = float(crossed) if old is None else old + _LEARN * (float(crossed) - old)
+            _learn(self.shipped, prefix, float(crossed))
 
     def share(self, memory: "PrefixMemory") -> None:
         """Learn into ``memory`` from now on (what this forecast learned so far is kept in it).
@@ -232,11 +230,9 @@ class TransferForecast:
             if ts.dependents:
                 return  # its consumers are known and plan nothing from it
             prefix = ts.prefix.name
-            if not (self.output_bytes.get(prefix) and self.shipped.get(prefix)):
-                return  # nothing to plan: no entry (one per task would cost memory)
             forecast = self.expected_seconds(prefix)
             if not forecast:
-                return
+                return  # nothing to plan: no entry (one per task would cost memory)
             out = self._outputs[ts.key] = _Output(prefix, _place(ts))
             out.active = True
             self._set_forecast(out, forecast)  # no consumer submitted yet: what this prefix usually does
@@ -266,10 +262,8 @@ class TransferForecast:
                 out.nbytes = float(logical)
                 if out.edges or out.forecast:
                     self._refine(out)
-        if logical is not None and logical >= 0:  # learn_output's size rule, inline (one per task)
-            prefix = ts.prefix.name
-            old = self.output_bytes.get(prefix)
-            self.output_bytes[prefix] = float(logical) if old is None else old + _LEARN * (logical - old)
+        if logical is not None and logical >= 0:
+            _learn(self.output_bytes, ts.prefix.name, float(logical))
         if ts.dependencies:
             self._served(ts, worker, learn=True)
 
@@ -348,19 +342,10 @@ class TransferForecast:
                 if consumer is None:
                     consumer = ("consumer", ts.key)
                 edge = edges.pop(consumer, None)
-            if edge is not None and out.active:  # one planned item leaves (_unplan, inline: one per edge)
-                items = self._items - 1
-                if items > 0:
-                    self._items = items
-                    self.planned -= edge[1]
-                else:
-                    self._items = 0
-                    self.planned = 0.0
+            if edge is not None and out.active:
+                self._unplan(edge[1])
             if learn and out.home is not None and worker is not None:
-                # learn_output's crossing rule, inline (one per dependency edge)
-                crossed = float(worker not in out.home)
-                old = shipped.get(out.prefix)
-                shipped[out.prefix] = crossed if old is None else old + _LEARN * (crossed - old)
+                _learn(shipped, out.prefix, float(worker not in out.home))
 
     def _refine(self, out: _Output) -> None:
         # the output exists: its size is known, and so is where it is (an edge
@@ -408,6 +393,12 @@ def _pinned(ts: Any) -> str | None:
     if restrictions and len(restrictions) == 1 and not ts.loose_restrictions:
         return next(iter(restrictions))
     return None
+
+
+def _learn(table: dict[str, float], prefix: str, value: float) -> None:
+    """Move ``prefix``'s moving average in ``table`` towards ``value`` by :data:`_LEARN` (the first value sets it)."""
+    old = table.get(prefix)
+    table[prefix] = value if old is None else old + _LEARN * (value - old)
 
 
 def _place(ts: Any) -> frozenset | None:

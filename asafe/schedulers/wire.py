@@ -527,10 +527,7 @@ def decompress_zeros(data: Any) -> bytearray:
     start = time.perf_counter()
     length = memoryview(data).nbytes
     try:
-        if _meter is not None:
-            with _meter.meter("asafe-decompress"):
-                out = restore_zeros(data)
-        else:
+        with _decompress_meter():
             out = restore_zeros(data)
     except Exception as exc:
         raise _failed(length, ZEROS_CODEC, exc) from exc
@@ -575,15 +572,19 @@ def decompress_frame(data: Any) -> bytearray:
         if cbytes != length:
             raise ValueError(f"its header states {cbytes} compressed bytes")
         out = bytearray(nbytes)
-        if _meter is not None:
-            with _meter.meter("asafe-decompress"):
-                blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
-        else:
+        with _decompress_meter():
             blosc2.decompress2(data, dst=out, nthreads=_settings.get("threads", 1))
     except Exception as exc:
         raise _failed(length, CODEC, exc) from exc
     _count_received(nbytes, length, time.perf_counter() - start)
     return out
+
+
+def _decompress_meter() -> Any:
+    """distributed's ``context_meter`` for a decompression, or nothing before :func:`enable` set it."""
+    import contextlib
+
+    return _meter.meter("asafe-decompress") if _meter is not None else contextlib.nullcontext()
 
 
 def _failed(length: int, codec: str, exc: Exception) -> WireDecompressionError:
