@@ -329,39 +329,54 @@ def hook_microbenchmark(n_tasks: int = 20_000, **measure_options: Any) -> dict[s
 
 
 def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0.01) -> dict[str, Any]:
-    """Seconds from the scheduler's decision to each worker applying it.
+    """Seconds from the scheduler's decision to each worker applying it, beside a plain Dask message's.
 
     ``n_transitions`` toggles of one optimization are forced through the handle
     (``set_state``), ``interval`` seconds apart; each is recorded by the runtime
     as a transition (its ``time``) and pushed; every worker plugin records when it
     applied each version. One sample per (transition, worker).
+
+    The baseline (``baseline_*``): between two toggles the scheduler sends every
+    worker a message of its own on the same batched stream (the path of Dask's
+    ``compute-task`` and of the push), timed the same way, to a handler that only
+    records when it ran. A push cannot reach a worker sooner than the stream
+    delivers it there, so the baseline says how much of the push's latency is
+    the cluster's (its event loops, its stream) and how much asafe's.
     """
     import asafe
 
     from asafe.core.runtime import Optimization
 
     runtime = asafe.AdaptiveRuntime([Optimization("compression", asafe.Hysteresis(0.5, 2.0))], signals=False)
+    client.run(_listen_baseline)
     handle = asafe.install(client, runtime)
     try:
         for i in range(n_transitions):
             handle.set_state("compression", i % 2 == 0)
-            time.sleep(interval)
+            time.sleep(interval / 2)
+            client.run_on_scheduler(_send_baseline, index=i)
+            time.sleep(interval / 2)
         deadline = time.time() + 10
         while True:
             receipts = client.run(_receipts)
+            baseline = client.run(_baseline_receipts)
             pushed = [sum(1 for version, _, _ in r if version >= 1) for r in receipts.values()]
-            if all(n >= n_transitions for n in pushed) or time.time() > deadline:
+            if (all(n >= n_transitions for n in pushed) and all(len(b) >= n_transitions for b in baseline.values())) \
+                    or time.time() > deadline:
                 break
             time.sleep(0.05)
     finally:
         handle.uninstall()
+        client.run(_stop_baseline)
     delays = []
     per_worker = {}
     for address, received in receipts.items():
         worker_delays = [arrived - sent for version, sent, arrived in received if version >= 1]
         per_worker[address] = {"n": len(worker_delays), "median_s": float(np.median(worker_delays)) if worker_delays else math.nan}
         delays += worker_delays
+    plain = [arrived - sent for received in baseline.values() for _, sent, arrived in received]
     measurement = Measurement.from_samples("propagation", delays, stop_reason=f"{n_transitions} forced transitions")
+    reference = Measurement.from_samples("stream message", plain, stop_reason=f"{n_transitions} messages")
     return {
         "measurement": measurement,
         "n_transitions": n_transitions,
@@ -372,6 +387,12 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
         "max_s": measurement.max,
         "lost": n_transitions * len(receipts) - len(delays),
         "per_worker": per_worker,
+        "baseline": reference,
+        "baseline_median_s": reference.median,
+        "baseline_p95_s": reference.p95,
+        "baseline_p99_s": reference.p99,
+        "baseline_max_s": reference.max,
+        "baseline_lost": n_transitions * len(baseline) - len(plain),
         "target_p99_s": 0.1,
         "clock": "time.time() on one host: decision on the scheduler, arrival on the worker",
     }
@@ -380,6 +401,35 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
 def _receipts(dask_worker: Any) -> list:
     plugin = dask_worker.plugins.get("asafe")
     return list(plugin.receipts) if plugin is not None else []
+
+
+#: The stream op of propagation_delay's baseline message, and where each worker records it.
+_BASELINE_OP = "asafe-bench-stream-baseline"
+
+
+def _listen_baseline(dask_worker: Any) -> None:
+    received: list = []
+    dask_worker._asafe_bench_baseline = received
+
+    def handler(index: int = 0, sent: float = 0.0, **kwargs: Any) -> None:
+        received.append((index, sent, time.time()))
+
+    dask_worker.stream_handlers[_BASELINE_OP] = handler
+
+
+def _send_baseline(dask_scheduler: Any, index: int) -> None:
+    message = {"op": _BASELINE_OP, "index": index, "sent": time.time()}
+    for comm in list(dask_scheduler.stream_comms.values()):
+        comm.send(message)
+
+
+def _baseline_receipts(dask_worker: Any) -> list:
+    return list(getattr(dask_worker, "_asafe_bench_baseline", ()))
+
+
+def _stop_baseline(dask_worker: Any) -> None:
+    # a no-op handler stays: a late message must not close the stream
+    dask_worker.stream_handlers[_BASELINE_OP] = lambda **kwargs: None
 
 
 class Carried:

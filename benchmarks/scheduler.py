@@ -626,10 +626,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tracemalloc-rounds", type=int, default=None, metavar="K",
                         help="untimed rounds with tracemalloc on the scheduler, per graph (default 3; --quick 1; "
                              "0 skips them)")
+    parser.add_argument("--push-only", action="store_true",
+                        help="measure only the state push (and its baseline, a plain Dask stream message), no graphs")
     parser.add_argument("--dashboard", action="store_true", help="start the scheduler's dashboard (default off)")
     args = parser.parse_args(argv)
+    if args.push_only and args.graph:
+        parser.error("--push-only runs no graphs: leave out --graph")
     counts = args.tasks or ([2_000] if args.quick else [100_000, 1_000_000])
-    graphs = args.graph or list(GRAPHS)
+    graphs = [] if args.push_only else (args.graph or list(GRAPHS))
     min_rounds = args.min_rounds or (2 if args.quick else 6)
     max_rounds = max(args.max_rounds or (2 if args.quick else 15), min_rounds)
     n_small = args.graphs or (20 if args.quick else 1000)
@@ -670,7 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.add("state_push", push)
         print(f"state push to {args.workers} workers: p50 {format_seconds(push['median_s'])}, p95 "
               f"{format_seconds(push['p95_s'])}, p99 {format_seconds(push['p99_s'])} ({push['verdict']} vs < 100 ms), "
-              f"max {format_seconds(push['max_s'])}, lost {push['lost']}", flush=True)
+              f"max {format_seconds(push['max_s'])}, lost {push['lost']}; a plain Dask stream message on the same "
+              f"streams, interleaved: p50 {format_seconds(push['baseline_median_s'])}, p95 "
+              f"{format_seconds(push['baseline_p95_s'])}, p99 {format_seconds(push['baseline_p99_s'])}, max "
+              f"{format_seconds(push['baseline_max_s'])}, lost {push['baseline_lost']}", flush=True)
     data = results.as_dict()
     data["environment"]["load_average_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     data["targets"] = TARGETS

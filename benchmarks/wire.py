@@ -37,6 +37,7 @@ import copy
 import json
 import math
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ from asafe.app import stats
 
 from . import harness
 
+#: The default wire-compression gate's off threshold of external_cpu (asafe.yaml): a host this busy is "seen".
+_EXTERNAL_CPU_OFF = 0.8
 VARIANTS = ("dask", "adaptive", "always", "ratio-only", "host-cpu")
 #: ``--hosts N`` runs this suite's cluster on a multi-host topology (benchmarks.__main__, asafe.app.hosts).
 SUPPORTS_HOSTS = True
@@ -65,10 +68,28 @@ def _spin(stop: Any) -> None:
 
 
 @contextlib.contextmanager
-def burners(n: int):
-    """``n`` processes spinning on a cpu each, stopped on exit."""
+def burners(n: int, host: int | None = None):
+    """``n`` processes spinning on a cpu each, stopped on exit.
+
+    Here (``host`` None) they start a second before the step, so that the cpu
+    signal sees them; in host ``host`` of a ``--hosts`` topology they start with
+    the step, so that the run measures how soon the mode sees a loaded worker
+    host (yields the wall time they started).
+    """
     if n <= 0:
-        yield
+        yield None
+        return
+    if host is not None:
+        from asafe.app.hosts import popen_in_host
+
+        started = time.time()
+        procs = [popen_in_host(host, [sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+        try:
+            yield started
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait(10)
         return
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
@@ -77,11 +98,42 @@ def burners(n: int):
         p.start()
     try:
         time.sleep(1.0)  # let the cpu signal see them
-        yield
+        yield None
     finally:
         stop.set()
         for p in procs:
             p.join(5)
+
+
+def burn_latency(detail: dict, started: float, t0_wall: float, beta: float) -> dict[str, Any]:
+    """Seconds from a loaded host's burners starting until the mode saw it, and until wire-compression was off.
+
+    ``seen`` is the first timeline point whose ``external_cpu`` reached ``beta``
+    (the gate's off threshold); ``off`` the first transition to off after the
+    burners started, or 0.0 when the state was already off and stayed off.
+    ``None`` where it did not happen within the step.
+
+    >>> burn_latency({"timeline": [[0.1, 1.0, 0.2, 0.1, 1e8], [1.2, 0.3, 0.9, 0.85, 1e8]],
+    ...               "transitions": [[0.5, "wire-compression", False, 120], [1.3, "wire-compression", 120, False]]},
+    ...              started=100.0, t0_wall=100.0, beta=0.8)
+    {'seen_s': 1.2, 'off_s': 1.3, 'on_while_burning_s': 0.8}
+    """
+    offset = started - t0_wall
+    seen = next((p[0] - offset for p in detail.get("timeline") or []
+                 if p[0] >= offset and p[3] is not None and p[3] >= beta), None)
+    moves = [t for t in detail.get("transitions") or [] if t[0] >= offset]
+    before = [t for t in detail.get("transitions") or [] if t[0] < offset]
+    on_at_start = bool(before[-1][3]) if before else False
+    off = 0.0 if not on_at_start and not moves else next((t[0] - offset for t in moves if not t[3]), None)
+    on_since, on_time = (offset if on_at_start else None), 0.0
+    for t in moves:
+        if t[3] and on_since is None:
+            on_since = t[0]
+        elif not t[3] and on_since is not None:
+            on_time += t[0] - on_since
+            on_since = None
+    return {"seen_s": None if seen is None else round(seen, 3), "off_s": None if off is None else round(off, 3),
+            "on_while_burning_s": None if on_since is not None else round(on_time, 3)}
 
 
 def codec_throughput(data: np.ndarray) -> dict[str, Any]:
@@ -111,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=4096, help="rows = columns / 2 of the float64 array")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--burn", type=int, default=0, help="cpu-spinning processes during the timed steps")
+    parser.add_argument("--burn-host", type=int, default=None,
+                        help="with --hosts: run the --burn processes in this worker host (1 to N-1), started with "
+                             "each step, and report how soon the mode saw the host and switched compression off")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--rechunk-method", choices=("tasks", "p2p"), default="tasks",
                         help="dask's array.rechunk.method: tasks (transfers the scheduler sees, default) or p2p "
@@ -123,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not variants:
         parser.error(f"--variants: unknown {unknown or 'none given'}; choose from {', '.join(VARIANTS)}")
     link = args.link.rate if args.link is not None else "loopback"
+    if args.burn_host is not None:
+        n_hosts = getattr(args, "hosts", None)
+        if not n_hosts:
+            parser.error("--burn-host: needs --hosts N (a worker host to load)")
+        if not 1 <= args.burn_host < n_hosts:
+            parser.error(f"--burn-host: {args.burn_host} is not a worker host; allowed: 1 to {n_hosts - 1}")
+        if args.burn <= 0:
+            parser.error("--burn-host: needs --burn N (how many processes to start there), N >= 1")
 
     import dask
     import dask.array as da
@@ -168,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 elif variant == "host-cpu":
                     handle = asafe.install(client, copy.deepcopy(host_cpu))
                 client.run(wire.reset_stats)
-                with burners(args.burn):
+                with burners(args.burn, args.burn_host) as burn_started:
                     t0_wall, t0 = time.time(), time.perf_counter()
                     y = client.persist(xp.rechunk((rows, chunk)))
                     wait(y)
@@ -194,13 +257,16 @@ def main(argv: list[str] | None = None) -> int:
                                            m.signals.get("external_cpu"), m.signals.get("bandwidth")]
                                           for t, m in timeline[::step] if t >= t0_wall - 0.5]
                     handle.uninstall()
+                    if burn_started is not None:
+                        detail["burn_host"] = burn_latency(detail, burn_started, t0_wall, _EXTERNAL_CPU_OFF)
                 samples[variant].append(elapsed)
                 details[variant].append(detail)
                 del y, result
                 print(f"round {rnd} {variant:9s} {elapsed:7.3f}s compressed "
                       f"{counters.get('compressed_logical_bytes', 0) / 2**20:7.1f} MiB -> "
                       f"{counters.get('compressed_wire_bytes', 0) / 2**20:6.1f} MiB"
-                      + (f", transitions {[(t[2], t[3]) for t in detail.get('transitions', [])]}" if handle else ""))
+                      + (f", transitions {[(t[2], t[3]) for t in detail.get('transitions', [])]}" if handle else "")
+                      + (f", burners in host {args.burn_host}: {detail['burn_host']}" if "burn_host" in detail else ""))
 
     summary = {v: stats.summarize(samples[v]) for v in variants}
     rows_out = []
@@ -216,14 +282,16 @@ def main(argv: list[str] | None = None) -> int:
             row["dask / variant"] = f"{ratio:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
         rows_out.append(row)
     print(f"link {link}, data {args.data}, {rows}x{cols} float64 ({rows * cols * 8 / 2**20:.0f} MiB), "
-          f"burn {args.burn}")
+          f"burn {args.burn}" + (f" in host {args.burn_host}" if args.burn_host is not None else ""))
     print(harness.format_table(rows_out, list(rows_out[0].keys()) + (["dask / variant"] if comparisons else [])))
     out = Path(args.out) / "wire"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"wire-{link}-{args.data}{'-burn' + str(args.burn) if args.burn else ''}.json"
+    burn = (f"-burn{args.burn}" if args.burn else "") + (f"-host{args.burn_host}" if args.burn_host is not None else "")
+    where = f"{args.hosts}hosts-" if getattr(args, "hosts", None) else ""
+    path = out / f"wire-{where}{link}-{args.data}{burn}.json"
     path.write_text(json.dumps(harness.to_jsonable({
         "suite": "wire", "link": link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
-        "burn": args.burn, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
+        "burn": args.burn, "burn_host": args.burn_host, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
         "details": details, "environment": harness.credit_git_at_start(
             stats.environment(workers=2, threads_per_worker=1), git_at_start),
         "thresholds": dask.config.get("asafe.optimizations"),

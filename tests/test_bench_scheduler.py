@@ -91,5 +91,18 @@ def test_in_process_workers(tmp_path):
     assert status == 0
     data = json.loads((tmp_path / "scheduler" / "scheduler-6w-inprocess.json").read_text())
     assert data["environment"]["cluster"]["worker_processes"] == 1
-    assert data["records"]["state_push"]["measurement"]["n"] == 3 * 6
+    push = data["records"]["state_push"]
+    assert push["measurement"]["n"] == 3 * 6
+    assert push["baseline"]["n"] == 3 * 6 and push["baseline_lost"] == 0  # Dask's own message, to every worker
     assert "tracemalloc" not in data["records"]["map-one-prefix-100"]
+
+
+def test_push_only_runs_no_graph_and_refuses_one(tmp_path, capsys):
+    status = scheduler.main(["--push-only", "--workers", "4", "--in-process", "--pushes", "4", "--out", str(tmp_path)])
+    assert status == 0
+    records = json.loads((tmp_path / "scheduler" / "scheduler-4w-inprocess.json").read_text())["records"]
+    assert set(records) == {"scheduler_idle_cpu_per_s", "state_push"}
+    assert records["state_push"]["measurement"]["n"] == records["state_push"]["baseline"]["n"] == 4 * 4
+    with pytest.raises(SystemExit):
+        scheduler.main(["--push-only", "--graph", "fan-in"])
+    assert "--push-only runs no graphs" in capsys.readouterr().err

@@ -183,6 +183,39 @@ def test_the_scheduler_combines_the_workers_reports_in_process():
         assert not any(client.run(lambda dask_worker: "asafe-host" in dask_worker.metrics).values())
 
 
+def test_a_new_installation_knows_the_hosts_from_the_hellos():
+    """The hello carries the worker's host report: a reinstall reads its hosts at once, not after a heartbeat.
+
+    After an uninstall the workers' heartbeats carry no report; without the
+    report in the hello the hosts read unknown (nan) until the next heartbeat,
+    which kept wire compression off through the first second of every graph
+    after an install on three hosts.
+    """
+    import asafe
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        asafe.install(client).uninstall()  # primes the workers' samplers, as any earlier installation does
+        time.sleep(0.3)  # a sample apart
+        deadline = time.time() + 20
+        while any(host_signals.HOST_SIGNALS in ws.metrics for ws in cluster.scheduler.workers.values()):
+            assert time.time() < deadline, "the heartbeats still carry a report after the uninstall"
+            time.sleep(0.05)
+        handle = asafe.install(client)
+        plugin = cluster.scheduler.plugins["asafe"]
+        plugin._local_hosts = frozenset()  # the workers' host is another host than the scheduler's
+        plugin.host_signals.refresh()
+        info = handle.info("hosts")["hosts"]
+        (row,) = info["hosts"].values()
+        assert row["source"] == "workers' reports (machine)" and not row["unknown"], row
+        assert 0.0 <= info["signals"]["external_cpu"] <= 1.0
+        # a report that is not a mapping, or from a worker the scheduler does not know, is not taken
+        assert not host_signals.receive_report(plugin, "tcp://10.9.9.9:1", {"cpu": 0.5})
+        assert not host_signals.receive_report(plugin, next(iter(cluster.scheduler.workers)), "busy")
+        handle.uninstall()
+
+
 # --------------------------------------------------------------------------- on a real topology
 @pytest.fixture(scope="module")
 def topology_available():

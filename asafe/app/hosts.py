@@ -95,6 +95,7 @@ __all__ = [
     "current",
     "describe",
     "parse_hosts",
+    "popen_in_host",
     "stale_namespaces",
 ]
 
@@ -620,6 +621,32 @@ def describe() -> dict[str, Any] | None:
             "scheduler": info.get("scheduler"),
             "emulates": "per-host links: rate and queueing (tbf); not propagation delay or jitter; the hosts "
                         "share one machine's cpus and memory"}
+
+
+def popen_in_host(host: int, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """Start ``argv`` in host ``host`` of the topology this process runs in (from host 0; see :func:`current`).
+
+    What a suite uses to load a worker host (``python -m benchmarks wire --hosts 3
+    --burn 2 --burn-host 1``). The process dies with its starter, as those of
+    :meth:`Topology.popen` do; the caller stops it.
+
+    Raises
+    ------
+    RuntimeError
+        This process does not run in a topology.
+    ValueError
+        ``host`` is not one of the topology's hosts.
+    """
+    info = current()
+    if info is None:
+        raise RuntimeError(f"this process does not run in host 0 of a topology ({ENV_HOSTS} is not set for it); "
+                           "run it as `python -m benchmarks SUITE --hosts N`")
+    known = (info.get("topology") or {}).get("hosts") or []
+    if not isinstance(host, int) or isinstance(host, bool) or not 0 <= host < len(known):
+        raise ValueError(f"host {host!r} is not a host of this topology; allowed: 0 to {len(known) - 1}")
+    ip, _ = _ip_tc()
+    return subprocess.Popen([*_die_with_parent(), ip, "netns", "exec", known[host]["netns"], *map(str, argv)],
+                            **kwargs)
 
 
 @contextlib.contextmanager

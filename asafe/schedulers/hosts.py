@@ -81,7 +81,7 @@ from ..core.signals import external_load
 from .protocol import logger
 
 __all__ = ["HOST_SIGNALS", "SIGNALS", "SCOPES", "HostSampler", "HostSignals", "attach", "attach_worker",
-           "combine", "detach_worker", "host_load", "info", "settings"]
+           "combine", "detach_worker", "host_load", "info", "receive_report", "settings", "worker_report"]
 
 #: Key of a worker's report in its heartbeat metrics (``WorkerState.metrics`` on the scheduler).
 HOST_SIGNALS = "asafe-host"
@@ -288,9 +288,27 @@ def attach_worker(worker: Any) -> None:
         if getattr(worker, "nanny", None) and os.getppid() > 1:
             sampler.nanny_pid = os.getppid()  # the nanny is the worker process's parent
         worker.metrics[HOST_SIGNALS] = sampler
+        sampler(worker)  # primes psutil's counters in a new process: the first heartbeat then carries a value
     except Exception:
         logger.exception("asafe: the host signals of worker %s cannot be sampled; its host reads as unknown",
                          getattr(worker, "address", "?"))
+
+
+def worker_report(worker: Any) -> dict[str, Any] | None:
+    """The report ``worker``'s next heartbeat would carry, for its hello (None where it reports none; never raises).
+
+    The worker plugin sends it with every hello, so that a new installation
+    knows the worker's host at once instead of after the worker's next
+    heartbeat: a heartbeat sent while no plugin was installed carried no report,
+    and until the next one (up to a second or more) the host read as unknown,
+    which kept wire compression off through the first second of every graph
+    after an install (the wire suite on three hosts, 2026-11).
+    """
+    try:
+        sampler = (getattr(worker, "metrics", None) or {}).get(HOST_SIGNALS)
+        return dict(sampler(worker)) if isinstance(sampler, HostSampler) else None
+    except Exception:
+        return None
 
 
 def detach_worker(worker: Any) -> None:
@@ -491,6 +509,10 @@ class HostSignals:
             loads[host] = load
         return combine(loads), table
 
+    def refresh(self) -> None:
+        """Recompute the combined signals at their next read (a report arrived between two heartbeats)."""
+        self._next = 0.0
+
     def table(self) -> dict[str, dict[str, Any]]:
         """Per host: ``cpu``, ``memory``, ``external_cpu``, ``workers``, ``source`` and why a value is unknown."""
         self.read()
@@ -505,6 +527,22 @@ def attach(plugin: Any) -> Callable[[], None]:
     except Exception:
         logger.exception("asafe: per-host signals are off; the mode reads the scheduler's host only")
         return lambda: None
+
+
+def receive_report(plugin: Any, worker: str, report: Any) -> bool:
+    """Take a worker's report that came with its hello, as its heartbeat's until the next heartbeat replaces it.
+
+    Returns whether it was taken (a worker the scheduler knows, a report that
+    is a mapping); the combined signals are recomputed at their next read.
+    """
+    ws = plugin.scheduler.workers.get(worker) if plugin.scheduler is not None else None
+    if ws is None or not isinstance(report, Mapping):
+        return False
+    ws.metrics[HOST_SIGNALS] = dict(report)  # the scheduler replaces ws.metrics at the next heartbeat
+    host_signals = getattr(plugin, "host_signals", None)
+    if host_signals is not None:
+        host_signals.refresh()
+    return True
 
 
 def info(plugin: Any) -> dict[str, Any]:

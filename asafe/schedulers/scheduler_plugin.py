@@ -683,10 +683,16 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 self._ready.discard(address)
 
     # handlers (RPC from workers and clients) ----------------------------------------------
-    def hello(self, worker: str | None = None, token: str | None = None) -> dict[str, Any]:
-        """A worker plugin's hello: mark it as a receiver and send the current states."""
+    def hello(self, worker: str | None = None, token: str | None = None, host: Any = None,
+              **kwargs: Any) -> dict[str, Any]:
+        """A worker plugin's hello: mark it as a receiver, take its host's report, send the current states.
+
+        Keyword arguments a later worker plugin may add are accepted and ignored.
+        """
         if worker is not None and worker in self.scheduler.workers:
             self._ready.add(worker)
+            if host is not None and hosts.receive_report(self, worker, host) and self._scheduled:
+                self._maybe_evaluate()  # an installation while a graph runs: its hosts are known now
         return {"token": self.token, "version": self._version, "states": self.runtime.states, "time": time.time()}
 
     def set_state(self, name: str, state: Any) -> dict[str, Any]:

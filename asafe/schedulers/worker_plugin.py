@@ -152,7 +152,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
     async def _hello(self, quiet: bool = False) -> bool:
         """Ask the scheduler for the current states; whether they were newer than this worker's."""
         try:
-            reply = await self.worker.scheduler.asafe_hello(worker=self.worker.address, token=self.token)
+            reply = await self.worker.scheduler.asafe_hello(worker=self.worker.address, token=self.token,
+                                                            host=hosts.worker_report(self.worker))
         except Exception as exc:
             if not quiet:
                 logger.warning("asafe: worker %s could not reach the asafe scheduler plugin: %s",
