@@ -370,10 +370,17 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
         client.run(_stop_baseline)
     delays = []
     per_worker = {}
+    lost = superseded = 0
     for address, received in receipts.items():
         worker_delays = [arrived - sent for version, sent, arrived in received if version >= 1]
         per_worker[address] = {"n": len(worker_delays), "median_s": float(np.median(worker_delays)) if worker_delays else math.nan}
         delays += worker_delays
+        # A version the worker never applied is superseded when it applied a later one first (its resync's
+        # hello reply overtook pushes still queued on the stream: it had the newer states), lost otherwise.
+        newest = max((version for version, _, _ in received), default=0)
+        missing = n_transitions - len(worker_delays)
+        lost += max(n_transitions - newest, 0)
+        superseded += missing - max(n_transitions - newest, 0)
     plain = [arrived - sent for received in baseline.values() for _, sent, arrived in received]
     measurement = Measurement.from_samples("propagation", delays, stop_reason=f"{n_transitions} forced transitions")
     reference = Measurement.from_samples("stream message", plain, stop_reason=f"{n_transitions} messages")
@@ -385,7 +392,8 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
         "p95_s": measurement.p95,
         "p99_s": measurement.p99,
         "max_s": measurement.max,
-        "lost": n_transitions * len(receipts) - len(delays),
+        "lost": lost,
+        "superseded": superseded,
         "per_worker": per_worker,
         "baseline": reference,
         "baseline_median_s": reference.median,

@@ -674,7 +674,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.add("state_push", push)
         print(f"state push to {args.workers} workers: p50 {format_seconds(push['median_s'])}, p95 "
               f"{format_seconds(push['p95_s'])}, p99 {format_seconds(push['p99_s'])} ({push['verdict']} vs < 100 ms), "
-              f"max {format_seconds(push['max_s'])}, lost {push['lost']}; a plain Dask stream message on the same "
+              f"max {format_seconds(push['max_s'])}, lost {push['lost']}, superseded by a newer version "
+              f"{push['superseded']}; a plain Dask stream message on the same "
               f"streams, interleaved: p50 {format_seconds(push['baseline_median_s'])}, p95 "
               f"{format_seconds(push['baseline_p95_s'])}, p99 {format_seconds(push['baseline_p99_s'])}, max "
               f"{format_seconds(push['baseline_max_s'])}, lost {push['baseline_lost']}", flush=True)

@@ -16,7 +16,12 @@ Variants, interleaved in rotating order on one cluster (rule 5):
   parts (what those gates cost or save);
 * ``host-cpu``: the ratio part with the host's whole cpu load as the cpu part,
   the default domain before 2026-11 (the load then counted the run's own work,
-  compressing included, and switched the optimization off on busy hosts).
+  compressing included, and switched the optimization off on busy hosts);
+* ``shared-cpus``: the default domain with its ``external_cpu`` part at (0.1,
+  0.3) instead of (0.5, 0.8), for ``--burn-host`` on a topology whose hosts
+  share one machine's cpus: there a loaded host reads at most about half the
+  machine (two burners on two shared cores read 0.5-0.7), below the default's
+  0.8, so the default would never show how soon a loaded host switches it off.
 
 ``python -m benchmarks wire --link 1gbit`` runs behind a loopback shaped by tc
 in a private network namespace (:mod:`asafe.app.link`); without it, the loopback
@@ -50,7 +55,9 @@ from . import harness
 
 #: The default wire-compression gate's off threshold of external_cpu (asafe.yaml): a host this busy is "seen".
 _EXTERNAL_CPU_OFF = 0.8
-VARIANTS = ("dask", "adaptive", "always", "ratio-only", "host-cpu")
+#: The shared-cpus variant's external_cpu thresholds (on below, off above).
+_SHARED_CPUS = (0.1, 0.3)
+VARIANTS = ("dask", "adaptive", "always", "ratio-only", "host-cpu", "shared-cpus")
 #: ``--hosts N`` runs this suite's cluster on a multi-host topology (benchmarks.__main__, asafe.app.hosts).
 SUPPORTS_HOSTS = True
 
@@ -134,6 +141,26 @@ def burn_latency(detail: dict, started: float, t0_wall: float, beta: float) -> d
             on_since = None
     return {"seen_s": None if seen is None else round(seen, 3), "off_s": None if off is None else round(off, 3),
             "on_while_burning_s": None if on_since is not None else round(on_time, 3)}
+
+
+def shared_cpus_runtime() -> Any:
+    """The default runtime with the wire gate's ``external_cpu`` part at :data:`_SHARED_CPUS`.
+
+    >>> shared_cpus_runtime().optimizations["wire-compression"].domain.gate.domains[1]
+    Hysteresis(alpha=0.1, beta=0.3, metric='external_cpu')
+    """
+    import dask
+
+    import asafe
+
+    optimizations = copy.deepcopy(dask.config.get("asafe.optimizations"))
+    parts = [part for o in optimizations if o["name"] == "wire-compression"
+             for part in o["kwargs"]["gate"]["kwargs"]["domains"] if part["kwargs"].get("metric") == "external_cpu"]
+    if len(parts) != 1:
+        raise ValueError("the default wire-compression domain has no external_cpu part to set (asafe.optimizations)")
+    parts[0]["kwargs"].update(alpha=_SHARED_CPUS[0], beta=_SHARED_CPUS[1])
+    with dask.config.set({"asafe.optimizations": optimizations}):
+        return asafe.AdaptiveRuntime()
 
 
 def codec_throughput(data: np.ndarray) -> dict[str, Any]:
@@ -228,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                     handle = asafe.install(client, always)
                 elif variant == "ratio-only":
                     handle = asafe.install(client, copy.deepcopy(ratio_only))
+                elif variant == "shared-cpus":
+                    handle = asafe.install(client, shared_cpus_runtime())
                 elif variant == "host-cpu":
                     handle = asafe.install(client, copy.deepcopy(host_cpu))
                 client.run(wire.reset_stats)
@@ -258,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                                           for t, m in timeline[::step] if t >= t0_wall - 0.5]
                     handle.uninstall()
                     if burn_started is not None:
-                        detail["burn_host"] = burn_latency(detail, burn_started, t0_wall, _EXTERNAL_CPU_OFF)
+                        off_above = _SHARED_CPUS[1] if variant == "shared-cpus" else _EXTERNAL_CPU_OFF
+                        detail["burn_host"] = burn_latency(detail, burn_started, t0_wall, off_above)
                 samples[variant].append(elapsed)
                 details[variant].append(detail)
                 del y, result

@@ -125,6 +125,21 @@ def test_a_sampler_that_fails_reports_unknown(monkeypatch):
     assert all(math.isnan(v) for v in host_signals.host_load([report]).values())
 
 
+def test_a_process_that_starts_between_two_samples_counts_at_the_next():
+    """Its cpu since it started: a loaded host is seen one sample after the load starts, not two."""
+    sampler = host_signals.HostSampler("machine", interval=0.0)
+    sampler()  # primes the counters
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        cores = sampler._cores({burner.pid, os.getppid()})
+    finally:
+        burner.kill()
+        burner.wait(10)
+    assert cores[burner.pid] > 0.2, cores  # about one core while it ran (less on a loaded machine)
+    assert os.getppid() not in cores  # older than the previous reading, seen first: counted from its next one
+
+
 def test_the_namespace_scope_counts_this_namespace(tmp_path):
     sampler = host_signals.HostSampler("netns", interval=0.0)
     sampler()

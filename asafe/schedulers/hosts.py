@@ -91,6 +91,8 @@ SIGNALS = ("cpu", "memory", "external_cpu")
 SCOPES = ("machine", "netns")
 #: Seconds between two combinations on the scheduler (the sources are read at every evaluation).
 COMBINE_INTERVAL = 0.5
+#: psutil's process start times are exact to this many seconds (the boot time it adds is whole seconds).
+_START_SLACK = 1.0
 #: Seconds between two scans for a worker's children.
 CHILDREN_REFRESH = 10.0
 
@@ -150,6 +152,7 @@ class HostSampler:
         self._psutil: Any = None
         self._next = 0.0
         self._processes: dict[int, Any] = {}
+        self._read_at: float | None = None  # time.time() of the last _cores reading
         self._children: list[int] = []
         self._children_at = -CHILDREN_REFRESH
         self._report: dict[str, Any] = self._empty("not sampled yet")
@@ -246,11 +249,18 @@ class HostSampler:
         return pids
 
     def _cores(self, pids: set[int]) -> dict[int, float]:
-        """Cores busy with each of ``pids`` since its last reading (a process seen first counts from its next).
+        """Cores busy with each of ``pids`` since its last reading.
 
+        A process seen first counts its cpu time since it started when it
+        started after the previous reading (all of its life lies in this
+        interval: a load that starts between two samples is seen at the next,
+        not one sample later; psutil's start times are exact to the second, so
+        one that started up to a second before counts its whole life too, on
+        the side of a busier host); an older one counts from its next reading.
         Counters of processes not in ``pids`` are dropped.
         """
         psutil = self._psutil
+        previous, self._read_at = self._read_at, time.time()
         for gone in self._processes.keys() - pids:
             del self._processes[gone]
         cores = {}
@@ -259,7 +269,10 @@ class HostSampler:
             try:
                 if process is None:
                     process = self._processes[pid] = psutil.Process(pid)
-                    process.cpu_percent(interval=None)
+                    process.cpu_percent(interval=None)  # primes its next reading
+                    if previous is not None and process.create_time() >= previous - _START_SLACK:
+                        times = process.cpu_times()  # all of it in this interval, like cpu_percent's delta
+                        cores[pid] = (times.user + times.system) / max(self._read_at - previous, 0.01)
                     continue
                 cores[pid] = process.cpu_percent(interval=None) / 100.0
             except psutil.Error:

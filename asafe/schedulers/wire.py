@@ -31,12 +31,8 @@ pays behind 1 Gbit/s (ZSTD: 1.89x at 240 MB/s). Its frames are named
 link speed chooses it (a codec's name means that codec). So the codec and
 filter are chosen from a sample: the first ``asafe.wire.sample-size`` bytes of a frame are
 compressed with each candidate, and a candidate must shrink them by
-``asafe.wire.min-ratio`` (and, for a link speed, send the frame's first MiB,
-where it is timed, faster than it goes as it is, by a margin) or the frame goes
-as it is. The candidates are timed on a MiB, not on the sample, because each
-call has a fixed cost (ZSTD's context: a 64 KiB sample read it at half the
-speed it compresses whole frames, and chose LZ4 where ZSTD sent int ids 20%
-sooner). The choice is kept per
+``asafe.wire.min-ratio`` (and, for a link speed, send them faster than they go
+as they are, by a margin) or the frame goes as it is. The choice is kept per
 kind of frame (state, serializer family, type, dtype, frame position) for the
 next ``asafe.wire.resample`` frames of that kind, so random data costs one
 sample per ``resample`` frames, not one per frame. A frame whose full
@@ -116,8 +112,8 @@ HANDSHAKE_KEY = "asafe-wire"
 HANDSHAKE_VERSION = 2
 #: Element sizes (bytes) whose zeros can be elided.
 _ZERO_SIZES = {2: "<u2", 4: "<u4", 8: "<u8"}
-#: Prefix of a frame on which a link-speed state's sample times its candidates (see _sample).
-_TIMED_PREFIX = 1 << 20
+#: Prefix of a frame that times zero elision in a sample (see _sample).
+_ZEROS_SAMPLE = 1 << 20
 #: An elided frame's header: magic, element size, elements, original bytes.
 _ZEROS_MAGIC = b"AZE1"
 #: Header key of ``[logical, wire]`` of an object that reports its sizes.
@@ -418,22 +414,19 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
         best, best_cost = (None, None), (n / link) * (1 - _MIN_GAIN)
     blosc2 = library["blosc2"]
     perf_counter = time.perf_counter
-    # A link speed is priced on a longer prefix than the sample: each blosc2 or numpy call has a fixed cost
-    # (tens of microseconds for ZSTD's context) that halved the speed measured on 64 KiB where a frame of
-    # megabytes pays it once, and the choice flipped with it (LZ4 over ZSTD on int ids that ZSTD sends 20%
-    # sooner whole). The sample only screens: a candidate that does not shrink it by min-ratio is not timed,
-    # so incompressible data costs what it did. A frame shorter than the prefix is timed whole.
-    timed = frame[: max(n, _TIMED_PREFIX)]
-    per_sample = n / timed.nbytes
     with _meter.meter("asafe-sample"):
         if link is not None and kind[-1] and ZEROS in settings["filters"] and typesize in _ZERO_SIZES:
+            # a longer prefix than the codecs': numpy's fixed cost per call (a few microseconds, eight
+            # calls) halved the speed measured on 64 KiB, and the choice with it, where a frame of
+            # megabytes pays it once; a frame shorter than the prefix is timed whole, as it is sent
+            prefix = frame[: max(n, _ZEROS_SAMPLE)]
             began = perf_counter()
-            elided = elide_zeros(timed, typesize)
+            elided = elide_zeros(prefix, typesize)
             eliding = perf_counter() - began
-            if len(elided) * settings["min_ratio"] <= timed.nbytes:
+            if len(elided) * settings["min_ratio"] <= prefix.nbytes:
                 began = perf_counter()
                 restore_zeros(elided)
-                cost = (eliding + (perf_counter() - began) + len(elided) / link) * per_sample
+                cost = (eliding + (perf_counter() - began) + len(elided) / link) * n / prefix.nbytes
                 if cost < best_cost:
                     best, best_cost = (ZEROS, None), cost
         for codec_id in codecs:
@@ -441,18 +434,17 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
                 if name == ZEROS:
                     continue
                 filter_id = library["filters"][name]
+                began = perf_counter()
                 compressed = compress_frame(sample, typesize, codec_id, filter_id)
+                compressing = perf_counter() - began
                 if len(compressed) * settings["min_ratio"] > n:
                     continue
                 if link is None:
                     cost = len(compressed)
                 else:
                     began = perf_counter()
-                    compressed = compress_frame(timed, typesize, codec_id, filter_id)
-                    compressing = perf_counter() - began
-                    began = perf_counter()
                     blosc2.decompress2(compressed, nthreads=settings["threads"])
-                    cost = (compressing + (perf_counter() - began) + len(compressed) / link) * per_sample
+                    cost = compressing + (perf_counter() - began) + len(compressed) / link
                 if cost < best_cost:
                     best, best_cost = (codec_id, filter_id), cost
     _counters["samples"] += 1
