@@ -118,7 +118,9 @@ def burn_latency(detail: dict, started: float, t0_wall: float, beta: float) -> d
     ``seen`` is the first timeline point whose ``external_cpu`` reached ``beta``
     (the gate's off threshold); ``off`` the first transition to off after the
     burners started, or 0.0 when the state was already off and stayed off.
-    ``None`` where it did not happen within the step.
+    ``None`` where it did not happen in the run's timeline, which goes on a
+    little past the step (the handle is read after it): a reading there may
+    show burners that were stopped with the step, since the reports lag.
 
     >>> burn_latency({"timeline": [[0.1, 1.0, 0.2, 0.1, 1e8], [1.2, 0.3, 0.9, 0.85, 1e8]],
     ...               "transitions": [[0.5, "wire-compression", False, 120], [1.3, "wire-compression", 120, False]]},
