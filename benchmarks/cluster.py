@@ -377,10 +377,9 @@ def propagation_delay(client: Any, n_transitions: int = 200, interval: float = 0
         delays += worker_delays
         # A version the worker never applied is superseded when it applied a later one first (its resync's
         # hello reply overtook pushes still queued on the stream: it had the newer states), lost otherwise.
-        newest = max((version for version, _, _ in received), default=0)
-        missing = n_transitions - len(worker_delays)
-        lost += max(n_transitions - newest, 0)
-        superseded += missing - max(n_transitions - newest, 0)
+        never = max(n_transitions - max((version for version, _, _ in received), default=0), 0)
+        lost += never
+        superseded += n_transitions - len(worker_delays) - never
     plain = [arrived - sent for received in baseline.values() for _, sent, arrived in received]
     measurement = Measurement.from_samples("propagation", delays, stop_reason=f"{n_transitions} forced transitions")
     reference = Measurement.from_samples("stream message", plain, stop_reason=f"{n_transitions} messages")

@@ -254,6 +254,11 @@ def _die_with_parent() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
+def _in_netns(ip: str, netns: str, argv: Sequence[str]) -> list[str]:
+    """``ip netns exec <netns> argv...`` after :func:`_die_with_parent`'s prefix."""
+    return [*_die_with_parent(), ip, "netns", "exec", netns, *map(str, argv)]
+
+
 # --------------------------------------------------------------------------- the topology
 class Topology:
     """``n_hosts`` network namespaces on a bridge, each host's link shaped to ``link`` in both directions.
@@ -381,7 +386,7 @@ class Topology:
         """``ip netns exec <host's namespace> argv...`` (after :func:`_die_with_parent`'s prefix)."""
         if not self._built:
             raise RuntimeError("the topology is not built (use it as a context manager, or call build())")
-        return [*_die_with_parent(), self._ip, "netns", "exec", self.hosts[host].netns, *map(str, argv)]
+        return _in_netns(self._ip, self.hosts[host].netns, argv)
 
     def popen(self, host: int, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         """Start ``argv`` in host ``host``; it is stopped on :meth:`close` and dies with its starter."""
@@ -637,16 +642,20 @@ def popen_in_host(host: int, argv: Sequence[str], **kwargs: Any) -> subprocess.P
     ValueError
         ``host`` is not one of the topology's hosts.
     """
+    known = (_current_or_raise().get("topology") or {}).get("hosts") or []
+    if not isinstance(host, int) or isinstance(host, bool) or not 0 <= host < len(known):
+        raise ValueError(f"host {host!r} is not a host of this topology; allowed: 0 to {len(known) - 1}")
+    ip, _ = _ip_tc()
+    return subprocess.Popen(_in_netns(ip, known[host]["netns"], argv), **kwargs)
+
+
+def _current_or_raise() -> dict[str, Any]:
+    """:func:`current`, or the error that says how to run in a topology."""
     info = current()
     if info is None:
         raise RuntimeError(f"this process does not run in host 0 of a topology ({ENV_HOSTS} is not set for it); "
                            "run it as `python -m benchmarks SUITE --hosts N`")
-    known = (info.get("topology") or {}).get("hosts") or []
-    if not isinstance(host, int) or isinstance(host, bool) or not 0 <= host < len(known):
-        raise ValueError(f"host {host!r} is not a host of this topology; allowed: 0 to {len(known) - 1}")
-    ip, _ = _ip_tc()
-    return subprocess.Popen([*_die_with_parent(), ip, "netns", "exec", known[host]["netns"], *map(str, argv)],
-                            **kwargs)
+    return info
 
 
 @contextlib.contextmanager
@@ -654,10 +663,7 @@ def connect(timeout: float = 60.0) -> Iterator[Any]:
     """A :class:`distributed.Client` of the topology this process runs in, with every worker joined."""
     from distributed import Client
 
-    info = current()
-    if info is None:
-        raise RuntimeError(f"this process does not run in host 0 of a topology ({ENV_HOSTS} is not set for it); "
-                           "run it as `python -m benchmarks SUITE --hosts N`")
+    info = _current_or_raise()
     with Client(info["scheduler"], timeout=timeout) as client:
         client.wait_for_workers(int(info["n_workers"]), timeout=timeout)
         yield client

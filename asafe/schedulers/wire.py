@@ -78,6 +78,7 @@ scheduler charges transfers in uncompressed-equivalent seconds.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -582,8 +583,6 @@ def decompress_frame(data: Any) -> bytearray:
 
 def _decompress_meter() -> Any:
     """distributed's ``context_meter`` for a decompression, or nothing before :func:`enable` set it."""
-    import contextlib
-
     return _meter.meter("asafe-decompress") if _meter is not None else contextlib.nullcontext()
 
 
