@@ -212,8 +212,8 @@ class ModeTracker:
         """A prior for a group this tracker has not measured: what the scheduler already knows.
 
         A runtime installed anew on a scheduler that has run a prefix starts from
-        the scheduler's own estimate of that prefix (Dask's
-        ``TaskPrefix.duration_average``) instead of its type's average or
+        the scheduler's own estimate of that prefix (on a cluster, the mean
+        of the prefix's durations Dask has recorded) instead of its type's average or
         ``default_duration``, as the forecast starts from what earlier
         installations learned of output sizes. The prior is not a measurement:
         the group's first measurement replaces it. A measured group, an invalid

@@ -33,7 +33,7 @@ which is before the transfer starts.
 
 *What is learned outlives an installation.* The per-prefix sizes and crossing
 fractions belong to the scheduler, as Dask's own per-prefix durations
-(``TaskPrefix.duration_average``) do: a runtime installed anew on a scheduler
+(``TaskPrefix.all_durations``) do: a runtime installed anew on a scheduler
 that has run a prefix before (:meth:`TransferForecast.share`) forecasts that
 prefix's first outputs. Without it, every new installation would ship a phase's
 first wave of a known prefix uncompressed -- the cold start that cost half a

@@ -193,6 +193,45 @@ def test_a_new_installation_starts_from_the_schedulers_task_durations(client, ma
     assert 4 * 0.02 < expected < 4 * 1.0
 
 
+def _nap(i, seconds, event_name=None):
+    import time
+
+    from distributed import Event
+
+    if event_name is not None:
+        Event(event_name).wait(timeout=30)
+    time.sleep(seconds)
+    return i
+
+
+def test_a_new_installation_starts_from_the_mean_duration_not_the_latest_task(client, make_runtime, installed):
+    # Dask's duration_average weighs the latest task by a half: after six naps
+    # of 20 ms and one of 400 ms it reads over 200 ms, where a task of the
+    # prefix takes 80-100 ms on average. The prior is the mean.
+    from distributed import Event
+
+    client.gather(client.map(_nap, range(6), [0.02] * 6, key=[f"nap-{i}" for i in range(6)], pure=False))
+    client.gather(client.submit(_nap, 6, 0.4, key="nap-6", pure=False))
+    dask_average = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.task_prefixes["nap"]
+                                           .duration_average)
+    assert dask_average > 0.2
+    go = Event("asafe-test-nap")
+    with installed(client, make_runtime()):
+        held = client.map(_nap, range(4), [0.0] * 4, ["asafe-test-nap"] * 4, key=[f"nap-{i}" for i in range(7, 11)],
+                          pure=False)
+        try:
+            expected = 0.0
+            for _ in range(100):  # the tasks reach the scheduler
+                expected = client.run_on_scheduler(_scheduled_compute)
+                if expected > 0:
+                    break
+                time.sleep(0.02)
+        finally:
+            go.set()
+        assert client.gather(held) == [0, 1, 2, 3]
+    assert 4 * 0.05 < expected < 4 * 0.15
+
+
 # --------------------------------------------------------------------------- the next wave
 @asafe.typed("compute")
 def make_vector(nbytes):
