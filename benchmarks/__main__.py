@@ -17,7 +17,7 @@ status 2 and says what is needed.
 multi-host topology instead (:mod:`asafe.app.hosts`): N network namespaces on a
 bridge, the scheduler in host 0 and a worker in each other host; the suite runs
 in host 0 and gets that cluster from :func:`asafe.app.hosts.cluster_client`. Only
-suites that set ``SUPPORTS_HOSTS = True`` accept it (``wire``).
+suites that set ``SUPPORTS_HOSTS = True`` accept it (``wire``, ``demo``).
 """
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
             "  --rel-ci R         target half-width of the median's 95% CI (default: 0.05)\n"
             "  --link RATE        run behind a loopback shaped to RATE (1gbit, 100mbit; tc tbf in a\n"
             "                     private network namespace; Linux, root or user namespaces)\n"
-            "  --hosts N          (wire) run on N hosts: network namespaces on a bridge, each link shaped\n"
+            "  --hosts N          (wire, demo) run on N hosts: network namespaces on a bridge, each link shaped\n"
             "                     to --link RATE; scheduler and suite in host 0, a worker in each other\n"
             "                     host (Linux, root; asafe.app.hosts)"
         ),

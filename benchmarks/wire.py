@@ -23,6 +23,14 @@ Variants, interleaved in rotating order on one cluster (rule 5):
   machine (two burners on two shared cores read 0.5-0.7), below the default's
   0.8, so the default would never show how soon a loaded host switches it off.
 
+Before the rounds each variant runs once, not as a sample (``warmup`` in the
+results; ``--no-warmup`` counts it as round 0 instead, as runs before
+2026-11-26 did): a cluster's first rechunk pays Dask's own cold start (4.1 s
+against 2.7-2.9 s after it, behind 1 Gbit/s), and asafe's first installation in a
+worker process reads that host unknown until the worker's first heartbeat and
+starts from the durations that cold run measured. The warm-up's record keeps
+what that costs.
+
 ``python -m benchmarks wire --link 1gbit`` runs behind a loopback shaped by tc
 in a private network namespace (:mod:`asafe.app.link`); without it, the loopback
 as it is. ``--hosts 3 --link 1gbit`` runs on three hosts instead
@@ -191,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=("smooth", "random"), default="smooth")
     parser.add_argument("--size", type=int, default=4096, help="rows = columns / 2 of the float64 array")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="time each variant's first run on the cluster too (default: one warm-up run of each "
+                             "variant before the rounds, recorded apart)")
     parser.add_argument("--burn", type=int, default=0, help="cpu-spinning processes during the timed steps")
     parser.add_argument("--burn-host", type=int, default=None,
                         help="with --hosts: run the --burn processes in this worker host (1 to N-1), started with "
@@ -239,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
 
     samples: dict[str, list[float]] = {v: [] for v in variants}
     details: dict[str, list[dict]] = {v: [] for v in variants}
+    warmup: dict[str, dict] = {}
     always = asafe.AdaptiveRuntime(
         [asafe.Optimization("wire-compression", asafe.Hysteresis(math.inf, math.inf), initial=True)], signals=False)
     ratio_only = asafe.AdaptiveRuntime(
@@ -248,57 +260,64 @@ def main(argv: list[str] | None = None) -> int:
     with cluster_client(n_workers=2, threads_per_worker=1) as client:  # or the --hosts topology's
         xp = client.persist(x)
         wait(xp)
+        def run(variant: str, label: str) -> tuple[float, dict]:
+            handle = None
+            if variant == "adaptive":
+                handle = asafe.install(client)
+            elif variant == "always":
+                handle = asafe.install(client, always)
+            elif variant == "ratio-only":
+                handle = asafe.install(client, copy.deepcopy(ratio_only))
+            elif variant == "shared-cpus":
+                handle = asafe.install(client, shared_cpus_runtime())
+            elif variant == "host-cpu":
+                handle = asafe.install(client, copy.deepcopy(host_cpu))
+            client.run(wire.reset_stats)
+            with burners(args.burn, args.burn_host) as burn_started:
+                t0_wall, t0 = time.time(), time.perf_counter()
+                y = client.persist(xp.rechunk((rows, chunk)))
+                wait(y)
+                elapsed = time.perf_counter() - t0
+            result = y.compute()
+            if result.tobytes() != reference.tobytes():
+                raise AssertionError(f"{variant}: the rechunked array differs from the reference")
+            counters: dict[str, float] = {}
+            for c in client.run(wire.stats).values():
+                for k, v in c.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        counters[k] = counters.get(k, 0) + v
+            detail = {"seconds": elapsed, "wire": counters}
+            if handle is not None:
+                detail["transitions"] = [
+                    [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio,
+                     t.mode.signals.get("cpu"), t.mode.signals.get("external_cpu"), t.mode.signals.get("bandwidth")]
+                    for t in handle.history if t.optimization == "wire-compression"]
+                detail["state_at_end"] = handle.state("wire-compression")
+                timeline = handle.timeline
+                step = max(1, len(timeline) // 300)
+                detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu"),
+                                       m.signals.get("external_cpu"), m.signals.get("bandwidth")]
+                                      for t, m in timeline[::step] if t >= t0_wall - 0.5]
+                handle.uninstall()
+                if burn_started is not None:
+                    off_above = _SHARED_CPUS[1] if variant == "shared-cpus" else _EXTERNAL_CPU_OFF
+                    detail["burn_host"] = burn_latency(detail, burn_started, t0_wall, off_above)
+            del y, result
+            print(f"{label} {variant:9s} {elapsed:7.3f}s compressed "
+                  f"{counters.get('compressed_logical_bytes', 0) / 2**20:7.1f} MiB -> "
+                  f"{counters.get('compressed_wire_bytes', 0) / 2**20:6.1f} MiB"
+                  + (f", transitions {[(t[2], t[3]) for t in detail.get('transitions', [])]}" if handle else "")
+                  + (f", burners in host {args.burn_host}: {detail['burn_host']}" if "burn_host" in detail else ""))
+            return elapsed, detail
+
+        if args.warmup:
+            for variant in variants:  # not samples: the first run of each on this cluster (see the docstring)
+                warmup[variant] = run(variant, "warm-up")[1]
         for rnd, order in enumerate(stats.rotations(variants, args.rounds)):
             for variant in order:
-                handle = None
-                if variant == "adaptive":
-                    handle = asafe.install(client)
-                elif variant == "always":
-                    handle = asafe.install(client, always)
-                elif variant == "ratio-only":
-                    handle = asafe.install(client, copy.deepcopy(ratio_only))
-                elif variant == "shared-cpus":
-                    handle = asafe.install(client, shared_cpus_runtime())
-                elif variant == "host-cpu":
-                    handle = asafe.install(client, copy.deepcopy(host_cpu))
-                client.run(wire.reset_stats)
-                with burners(args.burn, args.burn_host) as burn_started:
-                    t0_wall, t0 = time.time(), time.perf_counter()
-                    y = client.persist(xp.rechunk((rows, chunk)))
-                    wait(y)
-                    elapsed = time.perf_counter() - t0
-                result = y.compute()
-                if result.tobytes() != reference.tobytes():
-                    raise AssertionError(f"{variant}: the rechunked array differs from the reference")
-                counters: dict[str, float] = {}
-                for c in client.run(wire.stats).values():
-                    for k, v in c.items():
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            counters[k] = counters.get(k, 0) + v
-                detail = {"seconds": elapsed, "wire": counters}
-                if handle is not None:
-                    detail["transitions"] = [
-                        [round(t.time - t0_wall, 3), t.optimization, t.old, t.new, t.mode.ratio,
-                         t.mode.signals.get("cpu"), t.mode.signals.get("external_cpu"), t.mode.signals.get("bandwidth")]
-                        for t in handle.history if t.optimization == "wire-compression"]
-                    detail["state_at_end"] = handle.state("wire-compression")
-                    timeline = handle.timeline
-                    step = max(1, len(timeline) // 300)
-                    detail["timeline"] = [[round(t - t0_wall, 4), _num(m.ratio), m.signals.get("cpu"),
-                                           m.signals.get("external_cpu"), m.signals.get("bandwidth")]
-                                          for t, m in timeline[::step] if t >= t0_wall - 0.5]
-                    handle.uninstall()
-                    if burn_started is not None:
-                        off_above = _SHARED_CPUS[1] if variant == "shared-cpus" else _EXTERNAL_CPU_OFF
-                        detail["burn_host"] = burn_latency(detail, burn_started, t0_wall, off_above)
+                elapsed, detail = run(variant, f"round {rnd}")
                 samples[variant].append(elapsed)
                 details[variant].append(detail)
-                del y, result
-                print(f"round {rnd} {variant:9s} {elapsed:7.3f}s compressed "
-                      f"{counters.get('compressed_logical_bytes', 0) / 2**20:7.1f} MiB -> "
-                      f"{counters.get('compressed_wire_bytes', 0) / 2**20:6.1f} MiB"
-                      + (f", transitions {[(t[2], t[3]) for t in detail.get('transitions', [])]}" if handle else "")
-                      + (f", burners in host {args.burn_host}: {detail['burn_host']}" if "burn_host" in detail else ""))
 
     summary = {v: stats.summarize(samples[v]) for v in variants}
     rows_out = []
@@ -324,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(harness.to_jsonable({
         "suite": "wire", "link": link, "data": args.data, "shape": [rows, cols], "chunks": [chunk, cols],
         "burn": args.burn, "burn_host": args.burn_host, "rechunk_method": args.rechunk_method, "codec": codec, "samples": samples, "summary": summary, "comparisons": comparisons,
-        "details": details, "environment": harness.credit_git_at_start(
+        "details": details, "warmup": warmup, "environment": harness.credit_git_at_start(
             stats.environment(workers=2, threads_per_worker=1), git_at_start),
         "thresholds": dask.config.get("asafe.optimizations"),
     }), indent=1))

@@ -57,3 +57,24 @@ def test_a_host_outside_a_topology_is_refused(monkeypatch):
     monkeypatch.setattr(hosts, "current", lambda: {"topology": {"hosts": [{"netns": "a"}, {"netns": "b"}]}})
     with pytest.raises(ValueError, match="allowed: 0 to 1"):
         hosts.popen_in_host(2, ["true"])
+
+
+def test_each_variant_warms_up_once_and_is_not_a_sample(tmp_path, capsys):
+    import json
+
+    assert wire.main(["--size", "128", "--rounds", "2", "--variants", "dask,adaptive", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warm-up ") == 2 and out.count("round ") == 4
+    result = json.loads((tmp_path / "wire" / "wire-loopback-smooth.json").read_text())
+    assert sorted(result["warmup"]) == ["adaptive", "dask"]
+    assert "transitions" in result["warmup"]["adaptive"] and result["warmup"]["dask"]["seconds"] > 0
+    assert [len(result["samples"][v]) for v in ("dask", "adaptive")] == [2, 2]
+
+
+def test_no_warmup_times_every_run(tmp_path, capsys):
+    import json
+
+    assert wire.main(["--size", "128", "--rounds", "1", "--variants", "dask", "--no-warmup",
+                      "--out", str(tmp_path)]) == 0
+    assert "warm-up" not in capsys.readouterr().out
+    assert json.loads((tmp_path / "wire" / "wire-loopback-smooth.json").read_text())["warmup"] == {}

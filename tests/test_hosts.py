@@ -19,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -426,3 +427,30 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_the_demo_suite_takes_hosts_and_refuses_them_outside_a_topology(capsys):
+    from benchmarks import demo
+
+    assert bench_main._supports_hosts("demo")
+    assert demo.main(["--hosts", "3", "--size", "test"]) == 2
+    assert "does not run in host 0 of that topology" in capsys.readouterr().err
+
+
+def test_the_demo_runs_on_three_hosts(three_hosts, tmp_path):
+    # python -m benchmarks demo --hosts 3, as the topology's host 0 runs it: the
+    # demo's client takes the topology's cluster, every phase checked against scipy
+    topology, cluster = three_hosts
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "demo.json"
+    done = topology.run(0, [sys.executable, "-m", "benchmarks", "demo", "--hosts", "3", "--link", "1gbit",
+                            "--size", "test", "--repetitions", "1", "--variants", "adaptive,static-on,static-off",
+                            "--json", str(out), "--plot", str(tmp_path / "demo.png")],
+                        env=cluster.client_env(), cwd=str(root), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert "3 hosts (network namespaces on a bridge), each link 1gbit" in done.stdout
+    report = json.loads(out.read_text())
+    environment = report["environment"]
+    assert environment["workers"] == 2 and "a topology of 3 hosts" in environment["cluster"]
+    assert environment["link"]["kind"].startswith("multi-host topology")
+    assert set(report["variants"]) >= {"adaptive", "static-on", "static-off"}

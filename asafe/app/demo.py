@@ -103,13 +103,25 @@ def connect(scheduler_address: str | None = None, workers: int = 2,
     """``(client, description, start-up seconds)``: an embedded LocalCluster or an existing cluster.
 
     The embedded cluster has worker processes with ``NUMBA_NUM_THREADS`` set to
-    their thread count (a worker uses the cores it was given).
+    their thread count (a worker uses the cores it was given). In host 0 of a
+    multi-host topology (:mod:`asafe.app.hosts`, ``python -m benchmarks demo
+    --hosts N``) and without ``scheduler_address``, the topology's cluster: a
+    worker in each other host (``workers`` and ``threads_per_worker`` are then
+    the topology's).
     """
     import logging
 
     from distributed import Client, LocalCluster
 
+    from . import hosts
+
     t0 = time.perf_counter()
+    topology = None if scheduler_address else hosts.current()
+    if topology is not None:
+        with hosts.connect() as client:
+            yield (client, f"{topology['n_workers']} workers, one in each host but the scheduler's "
+                   f"(a topology of {topology['n_hosts']} hosts)", time.perf_counter() - t0)
+        return
     if scheduler_address:
         try:
             client = Client(scheduler_address, timeout="5s")
@@ -676,8 +688,14 @@ def run_demo(
                   f"{repetitions} interleaved rounds (size {size})")
     console.print(f"  phases: {', '.join(p.name for p in phases)} (after a warm-up run of each variant)",
                   markup=False)
+    from . import hosts
+
+    topology = None if scheduler_address else hosts.current()
     if scheduler_address:
         console.print(f"  link: the network of the cluster at {scheduler_address} (not shaped by asafe)", markup=False)
+    elif topology is not None:
+        console.print(f"  links: {topology['n_hosts']} hosts (network namespaces on a bridge), each link "
+                      f"{topology.get('rate') or 'unshaped'}; scheduler and client in host 0", markup=False)
     else:
         from .link import summary as link_summary
 

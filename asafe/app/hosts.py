@@ -520,6 +520,7 @@ class HostCluster:
             time.sleep(0.05)
         worker_env = dict(self._env)
         worker_env["DASK_ASAFE__DISTRIBUTED__HOST_SIGNALS__SCOPE"] = WORKER_HOST_SCOPE
+        worker_env.setdefault("NUMBA_NUM_THREADS", str(self.nthreads))  # a worker's kernels use its threads
         for h in topo.hosts[1:]:
             self._start(f"worker-{h.index}", h.index, [
                 sys.executable, "-m", "distributed.cli.dask_worker", self.scheduler_address,
