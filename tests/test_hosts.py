@@ -232,6 +232,29 @@ def test_a_new_installation_knows_the_hosts_from_the_hellos():
         handle.uninstall()
 
 
+def test_a_new_process_waits_for_its_first_measurement_once():
+    sampler = host_signals.HostSampler("machine", interval=1.0)
+    assert sampler.until_measured() == 0.0  # not primed: nothing to wait for
+    assert math.isnan(sampler()["cpu"])  # primed
+    wait = sampler.until_measured()
+    assert 0.0 < wait <= 0.25
+    time.sleep(wait)
+    assert 0.0 <= sampler()["cpu"] <= 1.0 and sampler.until_measured() == 0.0
+
+
+def test_the_first_installation_on_new_worker_processes_knows_their_hosts():
+    """The worker plugin's first hello in a new process waits for a measured report (at most 0.25 s)."""
+    import asafe
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        handle = asafe.install(client)
+        reports = [ws.metrics.get(host_signals.HOST_SIGNALS) for ws in cluster.scheduler.workers.values()]
+        handle.uninstall()
+    assert all(report is not None and 0.0 <= report["cpu"] <= 1.0 for report in reports), reports
+
+
 # --------------------------------------------------------------------------- on a real topology
 @pytest.fixture(scope="module")
 def topology_available():

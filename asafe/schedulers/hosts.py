@@ -118,6 +118,9 @@ def settings() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the worker's side
+_PRIMED = "not measured yet (the first sample primes the counters)"
+
+
 class HostSampler:
     """A host's load as a worker sees it, sampled at most once per ``interval`` (a heartbeat metric).
 
@@ -176,13 +179,19 @@ class HostSampler:
             self._lock.release()
         return self._report
 
+    def until_measured(self) -> float:
+        """Seconds until a call measures, where nothing is measured yet (0.0 once something is, or on error)."""
+        if self._psutil is None or self._report.get("error") != _PRIMED:
+            return 0.0
+        return max(self._next - time.monotonic(), 0.0)
+
     def _prime(self) -> dict[str, Any]:
         import psutil  # here: a worker that never reports never imports it
 
         self._psutil = psutil
         self._machine_busy()
         self._cores(self._own_pids() | (self._namespace_pids() if self.scope == "netns" else set()))
-        return self._empty("not measured yet (the first sample primes the counters)")
+        return self._empty(_PRIMED)
 
     def _machine_busy(self) -> float:
         """Busy fraction of the machine's cpus since the last call (its own reference: psutil.cpu_percent's is
@@ -293,8 +302,17 @@ def _sampler(scope: str, interval: float) -> HostSampler:
         return sampler
 
 
-def attach_worker(worker: Any) -> None:
-    """Put the host's report in ``worker``'s heartbeat metrics (the worker plugin's ``setup``; never raises)."""
+def attach_worker(worker: Any) -> float:
+    """Put the host's report in ``worker``'s heartbeat metrics (the worker plugin's ``setup``; never raises).
+
+    Returns the seconds until the sampler can measure: 0.0 where it has
+    measured already (an earlier installation in this process), else the wait
+    after priming a new process's counters (at most 0.25 s). The worker plugin
+    waits that long before its hello, so that the hello carries a measured
+    report: the first installation on a fresh cluster otherwise read every
+    worker host unknown until its next heartbeat, and kept wire compression off
+    for the first 1.5 s of the first graph (the wire suite on three hosts).
+    """
     try:
         config = settings()
         sampler = _sampler(config["scope"], config["interval"])
@@ -302,9 +320,11 @@ def attach_worker(worker: Any) -> None:
             sampler.nanny_pid = os.getppid()  # the nanny is the worker process's parent
         worker.metrics[HOST_SIGNALS] = sampler
         sampler(worker)  # primes psutil's counters in a new process: the first heartbeat then carries a value
+        return sampler.until_measured()
     except Exception:
         logger.exception("asafe: the host signals of worker %s cannot be sampled; its host reads as unknown",
                          getattr(worker, "address", "?"))
+        return 0.0
 
 
 def worker_report(worker: Any) -> dict[str, Any] | None:

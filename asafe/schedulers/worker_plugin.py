@@ -100,9 +100,11 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         worker.handlers["asafe_probe"] = self.probe
         worker.handlers["asafe_probe_payload"] = _probe_payload
         # --- per-host signals (asafe.schedulers.hosts): this host's load in every heartbeat
-        hosts.attach_worker(worker)
+        until_measured = hosts.attach_worker(worker)
         # ---
         if worker.status in WORKER_ANY_RUNNING:
+            if until_measured:  # a new process: its hello carries a measured host (at most 0.25 s, once)
+                await asyncio.sleep(until_measured)
             await self._hello()  # install() returns with the states in place
         else:  # a --preload runs before the worker has registered with its scheduler
             self._hello_task = asyncio.ensure_future(self._hello_when_registered())
