@@ -26,10 +26,10 @@ Variants, interleaved in rotating order on one cluster (rule 5):
 Before the rounds each variant runs once, not as a sample (``warmup`` in the
 results; ``--no-warmup`` counts it as round 0 instead, as runs before
 2026-11-26 did): a cluster's first rechunk pays Dask's own cold start (4.1 s
-against 2.7-2.9 s after it, behind 1 Gbit/s), and asafe's first installation in a
-worker process reads that host unknown until the worker's first heartbeat and
-starts from the durations that cold run measured. The warm-up's record keeps
-what that costs.
+against 2.7-2.9 s after it, behind 1 Gbit/s), and asafe's first installation
+starts from the durations that cold run measured (and, before 2026-11-26, read
+the worker hosts unknown until their first heartbeat). The warm-up's record
+keeps what that costs.
 
 ``python -m benchmarks wire --link 1gbit`` runs behind a loopback shaped by tc
 in a private network namespace (:mod:`asafe.app.link`); without it, the loopback

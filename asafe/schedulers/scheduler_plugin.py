@@ -97,12 +97,13 @@ def learned_duration(prefix: Any) -> float | None:
     (``TaskPrefix.all_durations["compute"]`` over the tasks that reached
     memory, both kept by Dask for the scheduler's life); before any ran, Dask's
     ``TaskPrefix.duration_average`` (its configured default for the prefix, or
-    -1: unknown). Not Dask's moving average of runs: it weighs the latest task
-    by a half, and the latest tasks of a phase are its slowest (they run beside
-    the phase's transfers). Measured behind a 1 Gbit/s link, the split tasks of
-    a rechunk averaged 6-15 ms per run while that average read 4.6-22 ms after
-    one, and each of the two runs that started from 19-22 ms planned more
-    compute than transfers and sent its 128 MB uncompressed (the Scale page).
+    -1: unknown). Not Dask's moving average: it weighs the latest task by a
+    half, and the latest tasks of a phase are its slowest (they run beside the
+    phase's transfers). Measured behind a 1 Gbit/s link, the split tasks of a
+    rechunk averaged 6-15 ms per run while that average read 4.6-22 ms after
+    one, and the two runs of six that started from 19-22 ms planned too much
+    compute against their transfers and switched wire compression on 2.3-2.6 s
+    into a 3 s rechunk instead of at its start (the Scale page).
 
     Examples
     --------

@@ -207,7 +207,7 @@ def _nap(i, seconds, event_name=None):
 def test_a_new_installation_starts_from_the_mean_duration_not_the_latest_task(client, make_runtime, installed):
     # Dask's duration_average weighs the latest task by a half: after six naps
     # of 20 ms and one of 400 ms it reads over 200 ms, where a task of the
-    # prefix takes 80-100 ms on average. The prior is the mean.
+    # prefix takes 70-100 ms on average. The prior is the mean.
     from distributed import Event
 
     client.gather(client.map(_nap, range(6), [0.02] * 6, key=[f"nap-{i}" for i in range(6)], pure=False))
