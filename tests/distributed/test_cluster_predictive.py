@@ -167,6 +167,21 @@ def _scheduled_compute(dask_scheduler):
     return dask_scheduler.plugins["asafe"].tracker.scheduled_work().get("compute", 0.0)
 
 
+def _expected_while_held(client, held, go):
+    """The scheduled compute the tracker expects of ``held`` (tasks waiting on Event ``go``), then release them."""
+    try:
+        expected = 0.0
+        for _ in range(100):  # the tasks reach the scheduler
+            expected = client.run_on_scheduler(_scheduled_compute)
+            if expected > 0:
+                break
+            time.sleep(0.02)
+    finally:
+        go.set()
+    assert client.gather(held) == list(range(len(held)))
+    return expected
+
+
 def test_a_new_installation_starts_from_the_schedulers_task_durations(client, make_runtime, installed):
     # Dask learns a duration per key prefix (TaskPrefix.duration_average) and
     # keeps it across installations; a fresh runtime must not count a prefix the
@@ -179,16 +194,7 @@ def test_a_new_installation_starts_from_the_schedulers_task_durations(client, ma
     with installed(client, make_runtime()):
         held = client.map(_sleepy, range(4), ["asafe-test-go"] * 4, key=[f"sleepy-{i}" for i in range(4, 8)],
                           pure=False)
-        try:
-            expected = 0.0
-            for _ in range(100):  # the tasks reach the scheduler
-                expected = client.run_on_scheduler(_scheduled_compute)
-                if expected > 0:
-                    break
-                time.sleep(0.02)
-        finally:
-            go.set()
-        assert client.gather(held) == [0, 1, 2, 3]
+        expected = _expected_while_held(client, held, go)
     # four tasks at Dask's ~50 ms, not at the 1 ms default
     assert 4 * 0.02 < expected < 4 * 1.0
 
@@ -219,16 +225,7 @@ def test_a_new_installation_starts_from_the_mean_duration_not_the_latest_task(cl
     with installed(client, make_runtime()):
         held = client.map(_nap, range(4), [0.0] * 4, ["asafe-test-nap"] * 4, key=[f"nap-{i}" for i in range(7, 11)],
                           pure=False)
-        try:
-            expected = 0.0
-            for _ in range(100):  # the tasks reach the scheduler
-                expected = client.run_on_scheduler(_scheduled_compute)
-                if expected > 0:
-                    break
-                time.sleep(0.02)
-        finally:
-            go.set()
-        assert client.gather(held) == [0, 1, 2, 3]
+        expected = _expected_while_held(client, held, go)
     assert 4 * 0.05 < expected < 4 * 0.15
 
 
