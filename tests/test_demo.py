@@ -269,6 +269,20 @@ def test_console_output(report):
         assert line.endswith(("-- met", "-- not shown", "-- not met")), line
 
 
+def test_each_verdict_is_one_line_on_a_narrow_console(report):
+    # a verdict wrapped at the console's width ("-- not" / "shown") reads as two lines
+    from rich.console import Console
+
+    from asafe.app.console import print_summary
+
+    console = Console(record=True, width=60)
+    print_summary(console, report[0])
+    lines = console.export_text().splitlines()
+    verdicts = [line for line in lines if " -- " in line]
+    assert len(verdicts) >= 5
+    assert all(line.endswith(("-- met", "-- not shown", "-- not met")) for line in verdicts), verdicts
+
+
 def test_bad_options_are_clear():
     with pytest.raises(DemoError, match="--workers must be >= 2"):
         run_demo(workers=1, plot=None, json_path=None)

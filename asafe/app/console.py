@@ -43,8 +43,8 @@ class PlainConsole:
     def __init__(self, file: TextIO | None = None) -> None:
         self.file = file
 
-    def print(self, *objects: Any, markup: bool = True) -> None:
-        text = " ".join(str(o) for o in objects)
+    def print(self, *objects: Any, markup: bool = True, soft_wrap: bool = False) -> None:
+        text = " ".join(str(o) for o in objects)  # never wrapped: soft_wrap is rich's, accepted for it
         if markup:
             text = _TAG.sub("", text).replace("\\[", "[")
         print(text, file=self.file or sys.stdout, flush=True)
@@ -278,24 +278,28 @@ def print_summary(console: Any, report: dict[str, Any], order: Sequence[str] = (
         return " " + escape(console, interval_text(low, high, x.get("ci_coverage")))
 
     pad = " " * len("targets: ")
+
+    def say(text: str) -> None:  # one line per target, however long: a wrapped verdict reads as two
+        console.print(text, soft_wrap=True)
+
     if "adaptive" in report["variants"]:
-        console.print("targets: met when the whole interval clears the target, not shown when it straddles it, "
-                      "not met when wholly on the wrong side")
-        console.print(f"{pad}adaptive {a['speedup']:.3f}x{interval(a)} the better static ({a['best_static']}), "
-                      f"target >= {a['target']} -- {mark(a)}")
-        console.print(f"{pad}adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
-                      f"{mark(b)}")
-        console.print(f"{pad}transitions per phase (the most in one run; a count) {c['max_per_phase']}, "
-                      f"target <= {c['target']} -- {mark(c)}")
+        say("targets: met when the whole interval clears the target, not shown when it straddles it, "
+            "not met when wholly on the wrong side")
+        say(f"{pad}adaptive {a['speedup']:.3f}x{interval(a)} the better static ({a['best_static']}), "
+            f"target >= {a['target']} -- {mark(a)}")
+        say(f"{pad}adaptive / oracle {b['slowdown']:.3f}{interval(b)}, target <= {b['target']} -- "
+            f"{mark(b)}")
+        say(f"{pad}transitions per phase (the most in one run; a count) {c['max_per_phase']}, "
+            f"target <= {c['target']} -- {mark(c)}")
     else:
-        console.print("targets: the adaptive variant's, and it did not run (the speedups above compare the others)")
+        say("targets: the adaptive variant's, and it did not run (the speedups above compare the others)")
     for name, x in d["variants"].items():
-        console.print(f"{pad}{name} loses {x['loss']:+.0%}{interval(x, percent=True)} in {x['worst_phase']} "
-                      f"vs the oracle, target >= {d['target']:.0%} in a phase -- {mark(x)}")
+        say(f"{pad}{name} loses {x['loss']:+.0%}{interval(x, percent=True)} in {x['worst_phase']} "
+            f"vs the oracle, target >= {d['target']:.0%} in a phase -- {mark(x)}")
     e = tg.get("adaptive_vs_per_task")
     if e:
-        console.print(f"{pad}adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
-                      f"{e['target']} -- {mark(e)}")
+        say(f"{pad}adaptive {e['speedup']:.3f}x{interval(e)} the per-task rule, target >= "
+            f"{e['target']} -- {mark(e)}")
     for w in report["warnings"]:
         if w != load.get("warning"):  # printed first
             console.print(f"[yellow]warning:[/] {escape(console, w)}")
