@@ -15,6 +15,7 @@ with the scheduler, a worker in each other host, every host's link shaped.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
@@ -41,27 +42,17 @@ def _topology_options(argv: list[str]) -> list[str]:
     >>> _topology_options(["--quick"])
     ['--quick']
     """
-    if not any(a == "--hosts" or a.startswith("--hosts=") for a in argv):
+    options = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # as __main__._requested reads them
+    options.add_argument("--hosts")
+    options.add_argument("--link")
+    given, kept = options.parse_known_args(argv)
+    if given.hosts is None:
         return argv
     from asafe.app.hosts import current
 
-    kept, values, i = [], {}, 0
-    while i < len(argv):
-        arg = argv[i]
-        name = arg.split("=", 1)[0]
-        if name in ("--hosts", "--link"):
-            if "=" in arg:
-                values[name] = arg.split("=", 1)[1]
-            elif i + 1 < len(argv):
-                values[name] = argv[i + 1]
-                i += 1
-            i += 1
-            continue
-        kept.append(arg)
-        i += 1
     inside = current()
-    if inside is None or str(inside.get("n_hosts")) != values.get("--hosts"):
-        raise ValueError(f"--hosts {values.get('--hosts')}: this process does not run in host 0 of that "
+    if inside is None or str(inside.get("n_hosts")) != given.hosts:
+        raise ValueError(f"--hosts {given.hosts}: this process does not run in host 0 of that "
                          "topology; run `python -m benchmarks demo --hosts N [--link RATE] ...`, which builds it "
                          "and runs the demo there")
     if "--scheduler-address" in (a.split("=", 1)[0] for a in kept):

@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     with cluster_client(n_workers=2, threads_per_worker=1) as client:  # or the --hosts topology's
         xp = client.persist(x)
         wait(xp)
+
         def run(variant: str, label: str) -> tuple[float, dict]:
             handle = None
             if variant == "adaptive":
