@@ -179,9 +179,9 @@ class ModeTracker:
         """
         seconds = None if prior is None else _prior_seconds(prior)
         with self._lock:
-            group = self._group(task_type, prefix)
+            group = self._group_at((task_type, prefix))
             if group is not None:
-                if seconds is not None:
+                if seconds is not None and not group.measured:
                     self._prime(group, seconds)
                 self._schedule(group, 1)
                 return
@@ -201,10 +201,11 @@ class ModeTracker:
             self._reject("finish", "duration", duration, _SECONDS_RULE)
             seconds = None  # the task still leaves the scheduled set
         with self._lock:
-            group = self._group(task_type, prefix)
+            group = self._group_at((task_type, prefix))
             if group is not None:
                 self._complete(group, 1, seconds, scheduled)
-                self._evict()
+                if len(self._groups) > self.max_groups:
+                    self._evict()
                 return
         self._reject("finish", "task_type", task_type, _TYPE_RULE)
 
