@@ -66,9 +66,10 @@ def totals(client):
 
 
 def reset(client):
-    """Zero the counters of every worker and of this (the client's) process."""
-    client.run(wire.reset_stats)
-    wire.reset_stats()
+    """Zero the counters of every worker and of this (the client's) process, and forget their codec choices."""
+    for forget in (wire.reset_stats, wire.forget_choices):
+        client.run(forget)
+        forget()
 
 
 def codec_saved(counts):
@@ -150,6 +151,35 @@ def test_incompressible_data_is_sampled_and_sent_as_is(client, installed):
 def half_zero_block(block):
     """Float64 of which about half the elements are exactly zero (random values elsewhere)."""
     return np.where(block < 0.5, 0.0, block)
+
+
+def test_a_new_installation_goes_on_with_the_workers_codec_choices(client, installed):
+    # The choices are the worker processes': a second installation on the same
+    # workers compresses the same kinds of frame without sampling them again
+    # (another asafe.wire setting starts them afresh: the test below).
+    reset(client)
+    for expect_samples in (True, False):
+        with installed(client, runtime(ALWAYS, True)):
+            client.run(wire.reset_stats)
+            result, reference = transposed(client, array())
+            assert result.tobytes() == reference.tobytes()
+            counts = totals(client)
+            assert counts["compressed_frames"] > 0
+            assert (counts["samples"] > 0) is expect_samples, counts
+
+
+def test_another_wire_setting_forgets_the_codec_choices():
+    wire.enable()
+    wire._choices[("a kind",)] = [None, None, 5]
+    wire.enable()  # the same settings (a new installation): the choice stays
+    assert ("a kind",) in wire._choices
+    with dask.config.set({"asafe.wire.min-ratio": 1.3}):
+        wire.enable()
+    assert not wire._choices
+    wire._choices[("a kind",)] = [None, None, 5]
+    wire.forget_choices()
+    assert not wire._choices
+    wire.enable()  # the default settings again in this process
 
 
 def test_a_link_speed_state_elides_the_zeros_of_half_zero_floats(client, installed):
