@@ -42,10 +42,10 @@ a new ``asafe.install`` on the same workers goes on with them (a choice is
 made for its state, and is sampled again every ``resample`` frames), as the
 scheduler goes on with the link and the output sizes an earlier
 installation measured; a change of ``asafe.wire`` starts them afresh, as does
-:func:`forget_choices`. Before,
-each installation sampled anew: 8-11 ms per worker on the first frames of
-every run of the workloads suite's futures of int ids behind 1 Gbit/s (a
-fresh installation per run), on the critical path of a 0.45 s run.
+:func:`forget_choices`. Sampling anew at each installation cost 8-11 ms per
+worker, on the first frames and before they are sent, in every run of the
+workloads suite's futures of int ids behind 1 Gbit/s (0.45 s runs, a fresh
+installation each).
 
 Who may receive compressed frames. Only a process that calls :func:`enable`
 knows the codec, and only a server that :func:`advertise` marks says so: the
