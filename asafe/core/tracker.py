@@ -181,7 +181,7 @@ class ModeTracker:
         with self._lock:
             group = self._group_at((task_type, prefix))
             if group is not None:
-                if seconds is not None and not group.measured:
+                if seconds is not None:
                     self._prime(group, seconds)
                 self._schedule(group, 1)
                 return
