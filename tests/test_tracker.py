@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asafe import ModeTracker
+from asafe.core.tracker import EventBatch
 
 
 def test_scheduled_shares_use_expected_durations():
@@ -289,3 +290,117 @@ def test_a_running_total_kept_by_its_owner_reads_as_its_plan_calls_one_by_one(st
             total[0] += delta
             single.plan("communication", delta, 0)
         assert source.scheduled_work() == single.scheduled_work()
+
+
+# an event batch: the scheduler plugin's events, tallied until the tracker is read --------
+def test_one_ingest_of_many_groups_evicts_what_their_events_would_have():
+    tracker = ModeTracker(window=16, max_groups=32)
+    tracker.ingest([("compute", f"prefix-{i}", 1, 1, 0.001) for i in range(5000)])
+    assert len(tracker) <= 32 + 4
+
+
+def test_a_batch_is_drained_by_every_read():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    batch = EventBatch(tracker)
+    reads = [tracker.scheduled_work, tracker.measured_work, tracker.scheduled_tasks, tracker.seen_types,
+             tracker.mode, tracker.scheduled_mode, lambda: tracker.expected_duration("compute", "inc"),
+             lambda: len(tracker)]
+    for read in reads:
+        batch.add("compute", "inc")
+        assert batch.pending() == 1
+        read()
+        assert batch.pending() == 0
+    assert tracker.scheduled_tasks() == len(reads)
+    batch.close()
+    batch.add("compute", "inc")  # no longer a feed: nothing reads it
+    assert tracker.scheduled_tasks() == len(reads) and batch.pending() == 1
+
+
+def test_a_batch_takes_the_latest_prior_of_an_unmeasured_group():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    batch = EventBatch(tracker)
+    batch.add("compute", "inc", prior=0.5)
+    batch.add("compute", "inc", prior=0.25)
+    assert tracker.scheduled_work() == {"compute": 0.5}  # two tasks at 0.25 s
+    batch.finish("compute", "inc", 2.0)
+    batch.add("compute", "inc", prior=0.25)  # measured now: a prior changes nothing
+    assert tracker.scheduled_work() == {"compute": 2.0 + 2.0}
+    assert tracker.expected_duration("compute", "inc") == 2.0
+
+
+@pytest.mark.parametrize("duration, kind", [(math.nan, "is nan"), (-1.0, "is negative"), (3, None)])
+def test_a_measurement_the_batch_cannot_check_goes_to_the_tracker_in_order(duration, kind):
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    batch = EventBatch(tracker)
+    batch.add("compute", "inc")
+    batch.finish("compute", "inc", duration)  # the add is handed over first: the task leaves
+    assert batch.pending() == 0 and tracker.scheduled_tasks() == 0 and tracker.finished == 1
+    assert tracker.rejected == ({f"finish: duration {kind}": 1} if kind else {})
+
+
+def test_a_read_on_another_thread_leaves_the_batch_to_its_thread():
+    import threading
+
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    batch = EventBatch(tracker)
+    batch.add("compute", "inc")
+    seen = []
+    reader = threading.Thread(target=lambda: seen.append(tracker.scheduled_tasks()))
+    reader.start()
+    reader.join()
+    assert seen == [0] and batch.pending() == 1  # as of the last drain
+    assert tracker.scheduled_tasks() == 1
+
+
+def test_a_feed_that_raises_is_counted_and_the_read_goes_on():
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    tracker.add("compute", "inc")
+    detach = tracker.add_feed(lambda: 1 / 0)
+    assert tracker.scheduled_work() == {"compute": 1.0}
+    assert tracker.rejected == {"feed: feed raised": 1}
+    detach()
+    with pytest.raises(TypeError, match="callable"):
+        tracker.add_feed(3.0)
+
+
+# one prefix per type: a group's starting estimate (its type's average) is then the same
+# whether the group is made at its first add or at the drain
+_batch_events = st.lists(
+    st.one_of(st.tuples(st.just("add"), st.sampled_from(["compute", "communication"]),
+                        st.sampled_from([None, 0.5, 2.0])),
+              st.tuples(st.just("finish"), st.sampled_from(["compute", "communication"]), st.just(None)),
+              st.tuples(st.just("read"), st.just(""), st.just(None))),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_batch_events)
+def test_a_batch_reads_as_its_events_one_by_one(stream):
+    """With one duration per group, every read of a batched tracker is the per-event tracker's."""
+    durations = {"compute": 0.25, "communication": 3.0}
+    prefixes = {"compute": "a", "communication": "b"}
+    batched = ModeTracker(window=1000, blend=0.5, default_duration=1.0)
+    single = ModeTracker(window=1000, blend=0.5, default_duration=1.0)
+    batch = EventBatch(batched)
+    scheduled = {"compute": 0, "communication": 0}
+    for event, task_type, prior in stream:
+        if event == "add":
+            batch.add(task_type, prefixes[task_type], prior=prior)
+            single.add(task_type, prefixes[task_type], prior=prior)
+            scheduled[task_type] += 1
+        elif event == "finish" and scheduled[task_type]:
+            batch.finish(task_type, prefixes[task_type], durations[task_type])
+            single.finish(task_type, prefixes[task_type], durations[task_type])
+            scheduled[task_type] -= 1
+        elif event == "read":
+            for name in ("scheduled_work", "measured_work"):
+                got, want = getattr(batched, name)(), getattr(single, name)()
+                assert got.keys() == want.keys()
+                for t in want:
+                    assert got[t] == pytest.approx(want[t], rel=1e-9, abs=1e-12)
+            assert batched.finished == single.finished
+    assert batched.scheduled_tasks() == single.scheduled_tasks()
+    for task_type, prefix in prefixes.items():
+        assert batched.expected_duration(task_type, prefix) == pytest.approx(
+            single.expected_duration(task_type, prefix), rel=1e-9)

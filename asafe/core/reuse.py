@@ -169,6 +169,12 @@ class DeclaredReuse:
 
     def finished(self, declared: float | None) -> None:
         """A task finished (also one that was never counted as scheduled)."""
+        if declared is None and not self._recent_count:
+            # A window of nothing but undeclared tasks: one more changes nothing. A
+            # declaration made later still leaves after ``window`` more finished tasks,
+            # whatever number of undeclared ones is left in front of it. (Most
+            # graphs declare nothing: this is the scheduler's common path.)
+            return
         recent = self._recent
         recent.append(declared)
         if declared is not None:

@@ -26,6 +26,14 @@ group and interval, not per task. A group's ``n`` finished tasks are learned as
 what ``n`` single updates give when the durations are equal. That is the only
 approximation, and it is confined to one interval (10 ms by default).
 
+A cluster's scheduler plugin (:mod:`asafe.schedulers.scheduler_plugin`) tallies
+its events in an :class:`EventBatch`, which the tracker drains at each read (a
+*feed*, :meth:`ModeTracker.add_feed`): the event path touches one small dict per
+task instead of the tracker's groups, sums and ring, and nothing read from the
+tracker is ever behind the events. On the scheduler's thread each call costs
+several times its isolated time, as it finds its objects out of the caches
+that Dask's own work per transition evicted; a tally touches the fewest.
+
 The event path allocates no container per event (the ring is parallel deques):
 with a graph of 100k objects in memory, every 700 tuples allocated would trigger
 a garbage collection that walks them.
@@ -82,7 +90,7 @@ from collections.abc import Callable, Iterable
 from . import validate
 from .mode import ModeVector
 
-__all__ = ["ModeTracker"]
+__all__ = ["EventBatch", "ModeTracker"]
 
 logger = logging.getLogger("asafe")
 
@@ -157,6 +165,7 @@ class ModeTracker:
         self._planned: dict[str, float] = {}  # planned seconds per type (not tasks: see plan())
         self._planned_count = 0
         self._plan_sources: tuple[tuple[str, Callable[[], float]], ...] = ()  # read at each read (add_plan_source)
+        self._feeds: tuple[Callable[[], None], ...] = ()  # called before each read (add_feed)
         # the ring: parallel deques (no tuple per entry) of type, seconds, count
         self._ring_types: deque[str] = deque()
         self._ring_seconds: deque[float] = deque()
@@ -274,7 +283,9 @@ class ModeTracker:
         {'compute': 6.0, 'communication': 1.0}
         """
         with self._lock:
+            entries = 0
             for entry in batch:
+                entries += 1
                 try:  # the fast check: what the scheduler integrations send
                     task_type, prefix, added, finished, seconds = entry
                     valid = (type(added) is int and type(finished) is int and added >= 0 and finished >= 0
@@ -297,7 +308,7 @@ class ModeTracker:
                 if finished:
                     self._complete(group, finished, seconds, True)
             if len(self._groups) > self.max_groups:
-                self._evict()
+                self._evict(4 * entries)  # what the entries' events would have evicted one by one
 
     def observe(self, task_type: str, seconds: float) -> None:
         """Measured work that is not a scheduled task (e.g. a transfer)."""
@@ -385,6 +396,45 @@ class ModeTracker:
 
         return detach
 
+    def add_feed(self, feed: Callable[[], None]) -> Callable[[], None]:
+        """Call ``feed()`` before every read; returns a function that detaches it.
+
+        A feed hands the tracker events its owner tallied since the last read,
+        with :meth:`ingest` or the event methods (an :class:`EventBatch` is one):
+        every read (:meth:`mode`, :meth:`scheduled_mode`, :meth:`scheduled_work`,
+        :meth:`measured_work`, :meth:`scheduled_tasks`, :meth:`seen_types`,
+        :meth:`expected_duration`, ``len``) first calls each feed, outside the
+        tracker's lock, so what it returns includes them. :attr:`finished` is a
+        plain attribute: it is current after any of those reads. A feed that
+        raises is counted in :attr:`rejected` and the read goes on.
+
+        Examples
+        --------
+        >>> tracker = ModeTracker(window=4, blend=0.0, default_duration=1.0)
+        >>> batch = EventBatch(tracker)
+        >>> batch.add("compute", "inc"); batch.add("compute", "inc")
+        >>> batch.finish("compute", "inc", 0.5)
+        >>> tracker.scheduled_work(), tracker.expected_duration("compute", "inc")
+        ({'compute': 0.5}, 0.5)
+        """
+        if not callable(feed):
+            raise TypeError(f"a feed must be callable, got {type(feed).__name__}")
+        with self._lock:
+            self._feeds = (*self._feeds, feed)
+
+        def detach() -> None:
+            with self._lock:
+                self._feeds = tuple(f for f in self._feeds if f is not feed)
+
+        return detach
+
+    def _feed(self) -> None:
+        for feed in self._feeds:
+            try:
+                feed()
+            except Exception as exc:  # a read never raises (see the module docstring)
+                self._reject("feed", "feed", exc, "a callable that does not raise", problem="raised")
+
     def clear_scheduled(self, planned: bool = True) -> None:
         """Forget every scheduled task and, unless ``planned=False``, every planned item; keep what was learned."""
         with self._lock:
@@ -400,6 +450,8 @@ class ModeTracker:
     # reading ----------------------------------------------------------------
     def scheduled_work(self) -> dict[str, float]:
         """Expected seconds of work per type among scheduled tasks and planned items."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             return self._scheduled_work()
 
@@ -426,6 +478,8 @@ class ModeTracker:
 
     def measured_work(self) -> dict[str, float]:
         """Measured seconds of work per type in the sliding window."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             return self._measured_work()
 
@@ -446,23 +500,31 @@ class ModeTracker:
         >>> tracker.scheduled_mode().ratio  # compute / communication
         0.3333333333333333
         """
+        if self._feeds:
+            self._feed()
         with self._lock:
             shares = _shares(self._scheduled_work())
         return ModeVector(shares, **signals) if shares else None
 
     def seen_types(self) -> set[str]:
         """The task types this tracker has counted or measured (scheduled, planned, learned, in the window)."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled,
                     *(t for t, _ in self._plan_sources)}
 
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             return sum(self._counts.values())
 
     def expected_duration(self, task_type: str, prefix: str) -> float:
         """The current expected duration of a task of this group."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             group = self._groups.get((task_type, prefix))
             if group is not None:
@@ -471,6 +533,8 @@ class ModeTracker:
 
     def mode(self, **signals: float) -> ModeVector:
         """The blended mode vector, with extra signals attached."""
+        if self._feeds:
+            self._feed()
         with self._lock:
             scheduled = self._scheduled_work()
             measured = self._measured_work()
@@ -480,6 +544,8 @@ class ModeTracker:
 
     def __len__(self) -> int:
         """Number of groups (type, prefix) currently remembered."""
+        if self._feeds:
+            self._feed()
         return len(self._groups)
 
     # internals (called with the lock held) -----------------------------------
@@ -612,9 +678,8 @@ class ModeTracker:
                 self._ring_total -= excess
                 excess = 0
 
-    def _evict(self) -> None:
+    def _evict(self, budget: int = 4) -> None:
         # only idle groups are forgotten; at most a few per event (amortised O(1))
-        budget = 4
         while len(self._groups) > self.max_groups and budget:
             key, group = next(iter(self._groups.items()))
             budget -= 1
@@ -622,6 +687,108 @@ class ModeTracker:
                 self._groups.move_to_end(key)
                 continue
             del self._groups[key]
+
+
+class EventBatch:
+    """One thread's :meth:`ModeTracker.add` and :meth:`ModeTracker.finish` events, tallied per group until the tracker reads.
+
+    The batch is a feed of its tracker (:meth:`ModeTracker.add_feed`): any read
+    of the tracker first drains it with :meth:`ModeTracker.ingest`, so reads are
+    never behind the events. An event is an increment in a dict keyed by
+    ``(type, prefix)``; the tracker's work is per group and read, not per task.
+    The ``n`` tasks of a group finished between two reads are learned as ``n``
+    measurements of their mean, the approximation of :meth:`ModeTracker.ingest`.
+
+    Only the thread that made the batch records and drains it (the scheduler's
+    event loop for a cluster): a read on another thread sees the tracker as of
+    the last drain, up to one evaluation interval behind. Anything the batch
+    does not tally (a measurement it cannot check, a key that is not hashable)
+    drains the batch and goes to the tracker directly, so the order of a
+    group's events is kept.
+
+    Examples
+    --------
+    >>> tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    >>> batch = EventBatch(tracker)
+    >>> for _ in range(3):
+    ...     batch.add("compute", "inc", prior=0.25)
+    >>> batch.finish("compute", "inc", 0.5)
+    >>> batch.pending()
+    1
+    >>> tracker.scheduled_work()  # two tasks left, at the measured 0.5 s
+    {'compute': 1.0}
+    >>> batch.pending(), tracker.finished
+    (0, 1)
+    >>> batch.close()
+    """
+
+    __slots__ = ("_tracker", "_tallies", "_priors", "_owner", "_detach")
+
+    def __init__(self, tracker: ModeTracker) -> None:
+        self._tracker = tracker
+        self._tallies: dict[tuple[str, str], list] = {}  # group -> [added, finished, seconds]
+        self._priors: dict[tuple[str, str], float] = {}  # group -> the latest prior given with an add
+        self._owner = threading.get_ident()
+        self._detach = tracker.add_feed(self.flush)
+
+    def add(self, task_type: str, prefix: str, prior: float | None = None) -> None:
+        """As :meth:`ModeTracker.add`; the group's latest prior is taken at the drain."""
+        key = (task_type, prefix)
+        try:
+            tally = self._tallies.get(key)
+        except TypeError:  # unhashable: the tracker's own checks reject it
+            self.flush()
+            self._tracker.add(task_type, prefix, prior)
+            return
+        if tally is None:
+            tally = self._tallies[key] = [0, 0, 0.0]
+        tally[0] += 1
+        if prior is not None:
+            self._priors[key] = prior
+
+    def finish(self, task_type: str, prefix: str, duration: float) -> None:
+        """As :meth:`ModeTracker.finish` of a task announced with :meth:`add`."""
+        tally = None
+        if type(duration) is float and 0.0 <= duration <= MAX_SECONDS:
+            try:
+                tally = self._tallies.get((task_type, prefix))
+            except TypeError:
+                tally = False
+            if tally is None:
+                tally = self._tallies[(task_type, prefix)] = [0, 0, 0.0]
+        if not tally:  # not a float in range, or an unhashable group: the tracker decides
+            self.flush()
+            self._tracker.finish(task_type, prefix, duration)
+            return
+        tally[1] += 1
+        tally[2] += duration
+
+    def pending(self) -> int:
+        """Groups with events not handed to the tracker yet."""
+        return len(self._tallies)
+
+    def flush(self) -> None:
+        """Hand the tallies to the tracker (a no-op on a thread other than the batch's)."""
+        if not self._tallies or threading.get_ident() != self._owner:
+            return
+        tallies, self._tallies = self._tallies, {}
+        tracker = self._tracker
+        if self._priors:
+            priors, self._priors = self._priors, {}
+            for (task_type, prefix), prior in priors.items():
+                tracker.prime(task_type, prefix, prior)
+        tracker.ingest([(task_type, prefix, added, finished, seconds)
+                        for (task_type, prefix), (added, finished, seconds) in tallies.items()])
+
+    def clear(self) -> None:
+        """Drop what was tallied and not handed over (with :meth:`ModeTracker.clear_scheduled`)."""
+        self._tallies = {}
+        self._priors = {}
+
+    def close(self) -> None:
+        """Hand over what is left and stop being a feed of the tracker."""
+        self.flush()
+        self._detach()
 
 
 _SECONDS_RULE = f"a finite number of seconds in [0, {MAX_SECONDS:g}]"

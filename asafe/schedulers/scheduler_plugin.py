@@ -4,7 +4,8 @@
 ``--preload asafe.preload`` put on a Dask scheduler. It keeps the type, key
 prefix and declared reuse of every *scheduled* task (ready, running, or in the
 next wave) in a :class:`Scheduled` entry, maps each transition to O(1) tracker
-events, charges measured transfers in uncompressed-equivalent seconds, plans
+events (tallied per group in an :class:`~asafe.core.tracker.EventBatch` that
+the tracker drains when it is read: per task, a dict increment), charges measured transfers in uncompressed-equivalent seconds, plans
 the transfers of submitted graphs (:mod:`asafe.schedulers.forecast`), measures
 the link (:mod:`asafe.schedulers.bandwidth`), and pushes every state change to
 the workers that said hello. The flow of events, and why each rule exists, is on
@@ -29,6 +30,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..core import validate
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
+from ..core.tracker import EventBatch
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
@@ -202,6 +204,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     def _reset(self) -> None:
         self.scheduler: Any = None
         self.tracker = self.runtime.tracker
+        self._events = EventBatch(self.tracker)  # the tracker's events, tallied (made anew in start)
         self.default_type = self.runtime.default_type
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
         self._priors: dict[str, float | None] = {}  # prefix -> learned_duration, read since the latest graph
@@ -255,6 +258,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     async def start(self, scheduler: Any) -> None:
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
+        self._events.close()
+        self._events = EventBatch(self.tracker)  # made on the thread of the events: the event loop's
         memory = prefix_memory(scheduler)
         self.link.memory = memory  # the link an earlier installation measured
         self._local_hosts = local_host_names()
@@ -332,6 +337,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.reuse.clear_scheduled()
         self.forecast.clear()
         self.p2p.clear()
+        self._events.close()  # what finished is learned; the scheduled counts are cleared next
         self.tracker.clear_scheduled()
 
     def restart(self, scheduler: Any, **kwargs: Any) -> None:
@@ -342,6 +348,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self.reuse.clear_scheduled()
             self.forecast.clear()
             self.p2p.clear()
+            self._events.flush()  # what finished before the restart is learned
             self.tracker.clear_scheduled()
         except Exception:
             self._hook_failed("restart")
@@ -511,7 +518,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     def _enter(self, key: Any, ready: bool = True) -> Scheduled:
         ts = self.scheduler.tasks[key]
         entry = self._scheduled[key] = self._type_of(ts, ready)
-        self.tracker.add(entry.task_type, entry.prefix, prior=self._prior(ts.prefix))
+        self._events.add(entry.task_type, entry.prefix, prior=self._prior(ts.prefix))
         self.reuse.add(entry.reuse)
         if ready:
             if self._count_runnable:
@@ -561,6 +568,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._enter(ts.key, ready=False)
 
     def _discard(self, key: Any, entry: Scheduled) -> None:
+        self._events.flush()  # its add may still be in the batch
         self.tracker.discard(entry.task_type, entry.prefix)
         self.reuse.remove(entry.reuse, finished=False)
         ts = self.scheduler.tasks.get(key)
@@ -592,7 +600,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         sizes = (kwargs.get("metadata") or {}).get(METADATA_KEY)  # [logical, wire] if the output reports them
         if task_type == COMMUNICATION and self.transfer_correction and sizes:
             compute = uncompressed_seconds(compute, sizes[0], sizes[1], self.link())
-        self.tracker.finish(task_type, prefix, compute, scheduled=scheduled)
+        if scheduled:
+            self._events.finish(task_type, prefix, compute)
+        else:
+            self._events.flush()
+            self.tracker.finish(task_type, prefix, compute, scheduled=False)
         if ts is not None and self.p2p.pending:
             self.p2p.input_finished(ts)
         if ts is not None:
