@@ -29,8 +29,8 @@ approximation, and it is confined to one interval (10 ms by default).
 A cluster's scheduler plugin (:mod:`asafe.schedulers.scheduler_plugin`) tallies
 its events in an :class:`EventBatch`, which the tracker drains at each read (a
 *feed*, :meth:`ModeTracker.add_feed`): the event path touches one small dict per
-task instead of the tracker's groups, sums and ring, and nothing read from the
-tracker is ever behind the events. On the scheduler's thread each call costs
+task instead of the tracker's groups, sums and ring, and nothing read on the
+batch's thread is ever behind the events. On the scheduler's thread each call costs
 several times its isolated time, as it finds its objects out of the caches
 that Dask's own work per transition evicted; a tally touches the fewest.
 
@@ -779,11 +779,6 @@ class EventBatch:
                 tracker.prime(task_type, prefix, prior)
         tracker.ingest([(task_type, prefix, added, finished, seconds)
                         for (task_type, prefix), (added, finished, seconds) in tallies.items()])
-
-    def clear(self) -> None:
-        """Drop what was tallied and not handed over (with :meth:`ModeTracker.clear_scheduled`)."""
-        self._tallies = {}
-        self._priors = {}
 
     def close(self) -> None:
         """Hand over what is left and stop being a feed of the tracker."""

@@ -5,10 +5,11 @@
 prefix and declared reuse of every *scheduled* task (ready, running, or in the
 next wave) in a :class:`Scheduled` entry, maps each transition to O(1) tracker
 events (tallied per group in an :class:`~asafe.core.tracker.EventBatch` that
-the tracker drains when it is read: per task, a dict increment), charges measured transfers in uncompressed-equivalent seconds, plans
-the transfers of submitted graphs (:mod:`asafe.schedulers.forecast`), measures
-the link (:mod:`asafe.schedulers.bandwidth`), and pushes every state change to
-the workers that said hello. The flow of events, and why each rule exists, is on
+the tracker drains when it is read: per task, a dict increment), charges
+measured transfers in uncompressed-equivalent seconds, plans the transfers
+of submitted graphs (:mod:`asafe.schedulers.forecast`), measures the link
+(:mod:`asafe.schedulers.bandwidth`), and pushes every state change to the
+workers that said hello. The flow of events, and why each rule exists, is on
 the Architecture page ("The cluster plugins").
 
 Every hook takes ``**kwargs`` and catches its own exceptions, following
