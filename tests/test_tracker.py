@@ -404,3 +404,18 @@ def test_a_batch_reads_as_its_events_one_by_one(stream):
     for task_type, prefix in prefixes.items():
         assert batched.expected_duration(task_type, prefix) == pytest.approx(
             single.expected_duration(task_type, prefix), rel=1e-9)
+
+
+def test_a_batch_without_events_leaves_its_tracker_as_it_was():
+    """A scheduler plugin made on the client (then sent to the scheduler) adds no feed to the user's runtime."""
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
+
+    runtime = __import__("asafe").AdaptiveRuntime(signals=False)
+    AdaptiveSchedulerPlugin(runtime)
+    AdaptiveSchedulerPlugin(runtime)
+    assert runtime.tracker._feeds == ()
+    batch = EventBatch(runtime.tracker)
+    batch.add("compute", "inc")
+    assert len(runtime.tracker._feeds) == 1
+    batch.close()
+    assert runtime.tracker._feeds == ()

@@ -699,9 +699,12 @@ class EventBatch:
     The ``n`` tasks of a group finished between two reads are learned as ``n``
     measurements of their mean, the approximation of :meth:`ModeTracker.ingest`.
 
-    Only the thread that made the batch records and drains it (the scheduler's
-    event loop for a cluster): a read on another thread sees the tracker as of
-    the last drain, up to one evaluation interval behind. Anything the batch
+    The batch becomes a feed at its first event, and the thread of that event
+    is the only one that records and drains it (the scheduler's event loop for
+    a cluster): a read on another thread sees the tracker as of the last drain,
+    up to one evaluation interval behind. A batch that never records an event
+    (a plugin object left on the client after it was sent to the scheduler)
+    leaves its tracker as it was. Anything the batch
     does not tally (a measurement it cannot check, a key that is not hashable)
     drains the batch and goes to the tracker directly, so the order of a
     group's events is kept.
@@ -728,8 +731,15 @@ class EventBatch:
         self._tracker = tracker
         self._tallies: dict[tuple[str, str], list] = {}  # group -> [added, finished, seconds]
         self._priors: dict[tuple[str, str], float] = {}  # group -> the latest prior given with an add
-        self._owner = threading.get_ident()
-        self._detach = tracker.add_feed(self.flush)
+        self._owner: int | None = None  # the thread of the first event
+        self._detach: Callable[[], None] | bool | None = None  # a feed from the first event on; False once closed
+
+    def _new_tally(self, key: tuple[str, str]) -> list:
+        if self._detach is None:  # the first event: this thread's batch, and a feed of the tracker
+            self._owner = threading.get_ident()
+            self._detach = self._tracker.add_feed(self.flush)
+        tally = self._tallies[key] = [0, 0, 0.0]
+        return tally
 
     def add(self, task_type: str, prefix: str, prior: float | None = None) -> None:
         """As :meth:`ModeTracker.add`; the group's latest prior is taken at the drain."""
@@ -741,7 +751,7 @@ class EventBatch:
             self._tracker.add(task_type, prefix, prior)
             return
         if tally is None:
-            tally = self._tallies[key] = [0, 0, 0.0]
+            tally = self._new_tally(key)
         tally[0] += 1
         if prior is not None:
             self._priors[key] = prior
@@ -755,7 +765,7 @@ class EventBatch:
             except TypeError:
                 tally = False
             if tally is None:
-                tally = self._tallies[(task_type, prefix)] = [0, 0, 0.0]
+                tally = self._new_tally((task_type, prefix))
         if not tally:  # not a float in range, or an unhashable group: the tracker decides
             self.flush()
             self._tracker.finish(task_type, prefix, duration)
@@ -781,9 +791,11 @@ class EventBatch:
                         for (task_type, prefix), (added, finished, seconds) in tallies.items()])
 
     def close(self) -> None:
-        """Hand over what is left and stop being a feed of the tracker."""
+        """Hand over what is left and stop being a feed of the tracker (for good: later events are not read)."""
         self.flush()
-        self._detach()
+        if self._detach:
+            self._detach()
+        self._detach = False
 
 
 _SECONDS_RULE = f"a finite number of seconds in [0, {MAX_SECONDS:g}]"

@@ -205,7 +205,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     def _reset(self) -> None:
         self.scheduler: Any = None
         self.tracker = self.runtime.tracker
-        self._events = EventBatch(self.tracker)  # the tracker's events, tallied (made anew in start)
+        self._events = EventBatch(self.tracker)  # the tracker's events, tallied; a feed from its first event on
         self.default_type = self.runtime.default_type
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
         self._priors: dict[str, float | None] = {}  # prefix -> learned_duration, read since the latest graph
@@ -260,7 +260,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """Attach to the scheduler: handlers, subscription, the worker plugin if asked."""
         self.scheduler = scheduler
         self._events.close()
-        self._events = EventBatch(self.tracker)  # made on the thread of the events: the event loop's
+        self._events = EventBatch(self.tracker)  # fresh: its first event, on the event loop, makes it the feed
         memory = prefix_memory(scheduler)
         self.link.memory = memory  # the link an earlier installation measured
         self._local_hosts = local_host_names()
