@@ -386,15 +386,7 @@ class ModeTracker:
             raise ValueError(f"a plan source needs a task type, {_TYPE_RULE}; got {task_type!r}")
         if not callable(source):
             raise TypeError(f"a plan source must be callable, got {type(source).__name__}")
-        entry = (task_type, source)
-        with self._lock:
-            self._plan_sources = (*self._plan_sources, entry)
-
-        def detach() -> None:
-            with self._lock:
-                self._plan_sources = tuple(e for e in self._plan_sources if e is not entry)
-
-        return detach
+        return self._attach("_plan_sources", (task_type, source))
 
     def add_feed(self, feed: Callable[[], None]) -> Callable[[], None]:
         """Call ``feed()`` before every read; returns a function that detaches it.
@@ -419,16 +411,21 @@ class ModeTracker:
         """
         if not callable(feed):
             raise TypeError(f"a feed must be callable, got {type(feed).__name__}")
+        return self._attach("_feeds", feed)
+
+    def _attach(self, name: str, entry: object) -> Callable[[], None]:
+        """Append ``entry`` to the tuple attribute ``name``; returns a function that removes it (once)."""
         with self._lock:
-            self._feeds = (*self._feeds, feed)
+            setattr(self, name, (*getattr(self, name), entry))
 
         def detach() -> None:
             with self._lock:
-                self._feeds = tuple(f for f in self._feeds if f is not feed)
+                setattr(self, name, tuple(e for e in getattr(self, name) if e is not entry))
 
         return detach
 
     def _feed(self) -> None:
+        # before every read, outside the lock (a feed calls ingest); no feed, no work
         for feed in self._feeds:
             try:
                 feed()
@@ -450,8 +447,7 @@ class ModeTracker:
     # reading ----------------------------------------------------------------
     def scheduled_work(self) -> dict[str, float]:
         """Expected seconds of work per type among scheduled tasks and planned items."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             return self._scheduled_work()
 
@@ -478,8 +474,7 @@ class ModeTracker:
 
     def measured_work(self) -> dict[str, float]:
         """Measured seconds of work per type in the sliding window."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             return self._measured_work()
 
@@ -500,31 +495,27 @@ class ModeTracker:
         >>> tracker.scheduled_mode().ratio  # compute / communication
         0.3333333333333333
         """
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             shares = _shares(self._scheduled_work())
         return ModeVector(shares, **signals) if shares else None
 
     def seen_types(self) -> set[str]:
         """The task types this tracker has counted or measured (scheduled, planned, learned, in the window)."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled,
                     *(t for t, _ in self._plan_sources)}
 
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             return sum(self._counts.values())
 
     def expected_duration(self, task_type: str, prefix: str) -> float:
         """The current expected duration of a task of this group."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             group = self._groups.get((task_type, prefix))
             if group is not None:
@@ -533,8 +524,7 @@ class ModeTracker:
 
     def mode(self, **signals: float) -> ModeVector:
         """The blended mode vector, with extra signals attached."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         with self._lock:
             scheduled = self._scheduled_work()
             measured = self._measured_work()
@@ -544,8 +534,7 @@ class ModeTracker:
 
     def __len__(self) -> int:
         """Number of groups (type, prefix) currently remembered."""
-        if self._feeds:
-            self._feed()
+        self._feed()
         return len(self._groups)
 
     # internals (called with the lock held) -----------------------------------
