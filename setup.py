@@ -8,6 +8,10 @@ top-level name ``compression``, so a top-level package of that name would be sha
 local schedulers. It is optional: where no C compiler is found the build goes on
 without it and ``asafe.schedulers.local`` uses its pure-Python hooks (the same events, a
 higher cost per task).
+
+``asafe.schedulers._zeros`` (``asafe/schedulers/_zeros.c``) is the wire codec's zero elision in one
+pass each way. Optional in the same way: without it :mod:`asafe.schedulers.wire` elides with numpy
+(the same frames, three to ten times slower).
 """
 from setuptools import Extension, setup
 
@@ -71,7 +75,8 @@ setup(
     packages=["asafe", "asafe.core", "asafe.schedulers", "asafe.app", "asafe.compression", "asafe.testing"],
     package_dir={"asafe": "asafe", "asafe.compression": "compression"},
     package_data={"asafe": ["asafe.yaml"]},
-    ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True)],
+    ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True),
+                 Extension("asafe.schedulers._zeros", ["asafe/schedulers/_zeros.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
     # the asafe command, and `dask asafe ...` through Dask's CLI (dask/cli.py loads the dask_cli group)

@@ -59,6 +59,23 @@ def hotpath():
     return local._hotpath
 
 
+@pytest.fixture(scope="session")
+def zeros_compiled():
+    """``asafe.schedulers._zeros``, zero elision compiled: skipped where it was not built.
+
+    ``ASAFE_TEST_REQUIRE_COMPILED=1`` (set by ``.ci/run``) makes a missing build a
+    failure instead, as for :func:`hotpath`.
+    """
+    from asafe.schedulers import wire
+
+    if wire._zeros_c is None:
+        message = "asafe.schedulers._zeros was not built (no C compiler at install time?)"
+        if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
+            pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
+        pytest.skip(message)
+    return wire._zeros_c
+
+
 @pytest.fixture
 def namespaces():
     """Skips where no shaped link can be made (a network namespace with tc on its loopback).

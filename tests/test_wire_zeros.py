@@ -1,4 +1,7 @@
-"""Zero elision (asafe.schedulers.wire.elide_zeros): exact for any bytes, refused when damaged, chosen by the sample."""
+"""Zero elision (asafe.schedulers.wire.elide_zeros): exact for any bytes, refused when damaged, chosen by the sample.
+
+Both forms, the compiled one (``asafe.schedulers._zeros``) and numpy's, write and read the same frames.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -87,3 +90,55 @@ def test_a_peer_that_decodes_only_blosc2_never_receives_elided_frames():
         assert header["compression"] == (codec,)
         assert restore(frames[0]) == x.tobytes()
     assert not wire._decodes_zeros(None) and not wire._decodes_zeros("yes")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=4096), st.sampled_from([2, 4, 8]), st.floats(0.0, 1.0), st.integers(0, 7))
+def test_the_compiled_and_numpy_forms_write_and_read_the_same_frames(zeros_compiled, raw, typesize, zero_share,
+                                                                     offset):
+    data = bytearray(raw)
+    rng = np.random.default_rng(len(raw))
+    for i in range(0, len(data) - typesize + 1, typesize):
+        if rng.random() < zero_share:
+            data[i:i + typesize] = bytes(typesize)
+    unaligned = memoryview(bytes(offset) + bytes(data))[offset:]  # a frame may start at any address
+    frame = zeros_compiled.elide(unaligned, typesize)
+    assert frame == wire._elide_zeros_numpy(unaligned, typesize)
+    assert zeros_compiled.restore(memoryview(bytes(offset) + frame)[offset:]) == data
+    assert wire._restore_zeros_numpy(frame) == data
+
+
+@pytest.mark.parametrize("damage", [
+    lambda f: f[:-1], lambda f: f + b"\0", lambda f: b"XXXX" + f[4:], lambda f: f[:4] + bytes([3]) + f[5:],
+    lambda f: f[:10], lambda f: f[:24] + bytes(len(f) - 24),  # a bitmap of zeros: no element kept
+    lambda f: f[:8] + (2**63).to_bytes(8, "little") + f[16:],  # a count that no frame holds
+    lambda f: f[:16] + (2**64 - 1).to_bytes(8, "little") + f[24:],  # a size that no frame holds
+])
+def test_both_forms_refuse_a_damaged_frame_alike(zeros_compiled, damage):
+    x = np.arange(1000, dtype="f8") % 3
+    frame = damage(wire._elide_zeros_numpy(memoryview(x).cast("B"), 8))
+    with pytest.raises(ValueError) as compiled:
+        zeros_compiled.restore(frame)
+    with pytest.raises(ValueError) as numpy_form:
+        wire._restore_zeros_numpy(frame)
+    assert str(compiled.value) == str(numpy_form.value)
+
+
+def test_an_element_size_that_cannot_be_elided_is_refused_by_name():
+    with pytest.raises(ValueError, match="2, 4 or 8 bytes, not 3"):
+        wire.elide_zeros(b"abcdef", 3)
+
+
+def test_the_sample_times_its_candidates_on_the_threads_cpu_clock(monkeypatch):
+    """A time slice lost to another process during the sample must not decide.
+
+    The wall clock here advances 5 ms at every read, as if the sampling thread were
+    preempted between any two: on it, no candidate sends the sample sooner than the
+    link, and the sample sent it as it was.
+    """
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1 << 16)
+    x[rng.choice(x.size, x.size // 2, replace=False)] = 0.0
+    wall = iter(range(10**9))
+    monkeypatch.setattr(wire.time, "perf_counter", lambda: next(wall) * 0.005)
+    assert _choose(x, 120) == wire.ZEROS
