@@ -4,6 +4,7 @@ Also one timed sample (:func:`_run_once`). See :mod:`benchmarks.workloads`.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -37,6 +38,12 @@ def variant_names(codecs: Sequence[str] | None = None) -> list[str]:
     ['dask', 'asafe', 'static-lz4', 'static-zstd']
     """
     return ["dask", "asafe"] + [f"static-{c}" for c in (codec_states() if codecs is None else codecs)]
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float for JSON, None where it is not finite."""
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _install(client: Any, variant: str) -> Any:
@@ -243,8 +250,12 @@ def _run_once(client: Any, workload: Workload, spec: Spec, inputs: dict, placeme
         record["wire"], record["wire_per_worker"] = _wire_counters(client)
         if handle is not None:
             record["state_at_end"] = handle.states.get("wire-compression")
-            record["transitions"] = [[round(t.time - wall, 3), t.old, t.new] for t in handle.history
-                                     if t.optimization == "wire-compression" and t.time >= wall - 1.0]
+            changes = [t for t in handle.history if t.optimization == "wire-compression" and t.time >= wall - 1.0]
+            record["transitions"] = [[round(t.time - wall, 3), t.old, t.new] for t in changes]
+            # what each change read: the ratio and the signals (a change late in a run says which was late)
+            record["transition_modes"] = [{"ratio": _finite(t.mode.ratio),
+                                           "signals": {k: _finite(v) for k, v in t.mode.signals.items()}}
+                                          for t in changes]
     except Exception as exc:  # a variant that raises is reported, the others go on
         record["error"] = f"raised: {type(exc).__name__}: {exc}"
     finally:

@@ -151,8 +151,9 @@ fewer than 6 rounds are never "met")
 
 Output
     ``OUT/workloads/workloads-<link>-<data>.json`` per data kind (every sample,
-    warm-up, wire counters, CPU seconds, asafe's transitions, the environment and
-    git commit at the start, the load average at the start and the end),
+    warm-up, wire counters, CPU seconds, asafe's transitions with the ratio and
+    signals each read, the environment and git commit at the start, the load
+    average at the start and the end),
     rewritten after every workload; and a console table per (workload, data kind) with the targets'
     summary.
 
