@@ -282,7 +282,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_zeros",
-    "Zero elision in one pass (asafe.schedulers.wire's compiled form; see _zeros.c).", -1, methods,
+    "Zero elision, compiled (asafe.schedulers.wire's fast form; see _zeros.c).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -191,8 +191,16 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         board.publish(states)
         self._published = True
         self._apply_threads(states.get(threads.NAME))
+        self._prepare_wire(states.get(wire.NAME))
         self.receipts.append((version, sent or 0.0, _now()))
         return True
+
+    def _prepare_wire(self, state: Any) -> None:
+        # wire-compression: its codecs imported in the background when a state that compresses arrives
+        try:
+            wire.prepare(state)
+        except Exception:  # noqa: BLE001  (a hook never raises into the worker)
+            self._hook_failed("wire-compression")
 
     def _apply_threads(self, state: Any) -> None:
         # kernel-threads (asafe.schedulers.threads): BLAS limits, process-wide; a

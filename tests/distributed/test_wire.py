@@ -317,6 +317,28 @@ def test_a_replica_fetched_for_no_task_is_counted_with_the_next_task(make_cluste
             assert counted >= 0.95 * saved, (counted, saved)
 
 
+def test_a_state_that_compresses_imports_the_codecs_before_the_first_frame(make_cluster_factory, installed):
+    # The first frame's sample imported blosc2 on the path of its transfer (0.1-0.7 s);
+    # a state that compresses now starts the import when it reaches the worker, and a
+    # state that never compresses imports nothing.
+    from distributed import Client
+
+    def imported():
+        return bool(wire._blosc2)
+
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        with installed(client, runtime(NEVER, False)):
+            time.sleep(0.5)
+            assert not any(client.run(imported).values())
+        with installed(client, runtime(ALWAYS, True)):
+            deadline = time.monotonic() + 30
+            while not all(client.run(imported).values()):
+                assert time.monotonic() < deadline, "the workers never imported the codecs"
+                time.sleep(0.05)
+            assert totals(client)["samples"] == 0  # imported before any frame was sampled
+
+
 def _link_view(dask_scheduler):
     """What the installed scheduler plugin knows of the link and the host's processes."""
     plugin = dask_scheduler.plugins["asafe"]
