@@ -42,6 +42,16 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
 
+def _compiled(module, name):
+    """``module`` if it was built, else a skip (a failure under ``ASAFE_TEST_REQUIRE_COMPILED=1``)."""
+    if module is None:
+        message = f"asafe.schedulers.{name} was not built (no C compiler at install time?)"
+        if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
+            pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
+        pytest.skip(message)
+    return module
+
+
 @pytest.fixture(scope="session")
 def hotpath():
     """``asafe.schedulers._hotpath``, the compiled hooks: skipped where it was not built.
@@ -51,29 +61,15 @@ def hotpath():
     """
     from asafe.schedulers import local
 
-    if local._hotpath is None:
-        message = "asafe.schedulers._hotpath was not built (no C compiler at install time?)"
-        if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
-            pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
-        pytest.skip(message)
-    return local._hotpath
+    return _compiled(local._hotpath, "_hotpath")
 
 
 @pytest.fixture(scope="session")
 def zeros_compiled():
-    """``asafe.schedulers._zeros``, zero elision compiled: skipped where it was not built.
-
-    ``ASAFE_TEST_REQUIRE_COMPILED=1`` (set by ``.ci/run``) makes a missing build a
-    failure instead, as for :func:`hotpath`.
-    """
+    """``asafe.schedulers._zeros``, zero elision compiled: skipped where it was not built (as :func:`hotpath`)."""
     from asafe.schedulers import wire
 
-    if wire._zeros_c is None:
-        message = "asafe.schedulers._zeros was not built (no C compiler at install time?)"
-        if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
-            pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
-        pytest.skip(message)
-    return wire._zeros_c
+    return _compiled(wire._zeros_c, "_zeros")
 
 
 @pytest.fixture
