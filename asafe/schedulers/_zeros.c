@@ -55,8 +55,7 @@ get_u64(const unsigned char *p)
    its rank where it is kept, else the rank of a kept one before it, masked to zero by KEEP).
    Eight stores a group whatever its zeros: the only dependency between groups is the count of
    kept elements, not each element's. */
-static unsigned char SLOT[256][8] __attribute__((aligned(8))), FROM[256][8] __attribute__((aligned(8))),
-    KEEP[256][8] __attribute__((aligned(8))), KEPT[256];
+static unsigned char SLOT[256][8], FROM[256][8], KEEP[256][8], KEPT[256];
 
 static void
 fill_tables(void)
@@ -213,10 +212,11 @@ elide(PyObject *self, PyObject *args)
 static uint64_t
 count_set_bits(const unsigned char *bitmap, uint64_t count)
 {
+    /* the bits of the first `count` elements only: a damaged frame's padding bits are not counted */
     uint64_t whole = count / 8, set = 0;
-    for (uint64_t i = 0; i < whole; i++) set += (uint64_t)__builtin_popcount(bitmap[i]);
+    for (uint64_t i = 0; i < whole; i++) set += KEPT[bitmap[i]];
     unsigned int rest = (unsigned int)(count % 8);
-    if (rest) set += (uint64_t)__builtin_popcount(bitmap[whole] & (0xFFu << (8 - rest)) & 0xFFu);
+    if (rest) set += KEPT[bitmap[whole] & (0xFFu << (8 - rest)) & 0xFFu];
     return set;
 }
 
