@@ -236,19 +236,15 @@ restore(PyObject *self, PyObject *args)
     uint64_t count = get_u64(frame + 8);
     uint64_t nbytes = get_u64(frame + 16);
     /* the checks of the numpy form, in an order that cannot overflow: a bitmap that fits the
-       frame bounds count by 8 bits a byte, and the tail must fit the frame too */
+       frame bounds count by 8 bits a byte (so its size is computed only then), and the tail
+       must fit the frame too */
     int sized = typesize == 2 || typesize == 4 || typesize == 8;
-    if (!sized || count / 8 > length || count > nbytes / typesize) {
+    if (!sized || count / 8 > length || count > nbytes / typesize || length < HEADER + bitmap_bytes(count)) {
         PyErr_Format(PyExc_ValueError, "its header states %llu elements of %llu bytes in %llu bytes",
                      (unsigned long long)count, (unsigned long long)typesize, (unsigned long long)nbytes);
         goto done;
     }
     uint64_t values_at = HEADER + bitmap_bytes(count);
-    if (length < values_at) {
-        PyErr_Format(PyExc_ValueError, "its header states %llu elements of %llu bytes in %llu bytes",
-                     (unsigned long long)count, (unsigned long long)typesize, (unsigned long long)nbytes);
-        goto done;
-    }
     const unsigned char *bitmap = frame + HEADER;
     uint64_t kept = count_set_bits(bitmap, count);
     uint64_t tail = nbytes - count * typesize;

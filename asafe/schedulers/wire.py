@@ -443,20 +443,20 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     # time slice lost to another process (a few ms on a host whose cores are busy) measured it
     # several times slower than it is, and the choice it made held for `resample` frames. blosc2
     # runs in this thread with one thread; with more, its own threads' seconds are the wall's.
-    perf_counter = time.thread_time if settings["threads"] == 1 else time.perf_counter
+    clock = time.thread_time if settings["threads"] == 1 else time.perf_counter
     with _meter.meter("asafe-sample"):
         if link is not None and kind[-1] and ZEROS in settings["filters"] and typesize in _ZERO_SIZES:
             # a longer prefix than the codecs': numpy's fixed cost per call (a few microseconds, eight
             # calls) halved the speed measured on 64 KiB, and the choice with it, where a frame of
             # megabytes pays it once; a frame shorter than the prefix is timed whole, as it is sent
             prefix = frame[: max(n, _ZEROS_SAMPLE)]
-            began = perf_counter()
+            began = clock()
             elided = elide_zeros(prefix, typesize)
-            eliding = perf_counter() - began
+            eliding = clock() - began
             if len(elided) * settings["min_ratio"] <= prefix.nbytes:
-                began = perf_counter()
+                began = clock()
                 restore_zeros(elided)
-                cost = (eliding + (perf_counter() - began) + len(elided) / link) * n / prefix.nbytes
+                cost = (eliding + (clock() - began) + len(elided) / link) * n / prefix.nbytes
                 if cost < best_cost:
                     best, best_cost = (ZEROS, None), cost
         for codec_id in codecs:
@@ -464,17 +464,17 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
                 if name == ZEROS:
                     continue
                 filter_id = library["filters"][name]
-                began = perf_counter()
+                began = clock()
                 compressed = compress_frame(sample, typesize, codec_id, filter_id)
-                compressing = perf_counter() - began
+                compressing = clock() - began
                 if len(compressed) * settings["min_ratio"] > n:
                     continue
                 if link is None:
                     cost = len(compressed)
                 else:
-                    began = perf_counter()
+                    began = clock()
                     blosc2.decompress2(compressed, nthreads=settings["threads"])
-                    cost = compressing + (perf_counter() - began) + len(compressed) / link
+                    cost = compressing + (clock() - began) + len(compressed) / link
                 if cost < best_cost:
                     best, best_cost = (codec_id, filter_id), cost
     _counters["samples"] += 1
