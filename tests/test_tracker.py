@@ -406,6 +406,68 @@ def test_a_batch_reads_as_its_events_one_by_one(stream):
             single.expected_duration(task_type, prefix), rel=1e-9)
 
 
+_ordered_events = st.lists(
+    st.one_of(st.tuples(st.just("add"), st.sampled_from(["compute", "communication"])),
+              st.tuples(st.just("finish"), st.sampled_from(["compute", "communication"])),
+              st.tuples(st.sampled_from(["observe", "measure", "read"]), st.just("communication"))),
+    max_size=80,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ordered_events, st.sampled_from([1, 3, 8, 1000]))
+def test_a_batch_keeps_the_order_work_finished_in(stream, window):
+    """The window of a batched tracker is the per-event tracker's, whatever its length.
+
+    Work measured on the tracker itself between two reads (a transfer's share and
+    the rest of its batch: ``finish(..., scheduled=False)``, ``observe``) keeps its
+    place among the tallied finishes. A window shorter than a read's worth of tasks
+    lost it before (the demo read compute in phases that shipped every panel).
+    """
+    durations = {"compute": 0.25, "communication": 3.0}
+    prefixes = {"compute": "a", "communication": "b"}
+    batched = ModeTracker(window=window, blend=0.5, default_duration=1.0)
+    single = ModeTracker(window=window, blend=0.5, default_duration=1.0)
+    batch = EventBatch(batched)
+    scheduled = {"compute": 0, "communication": 0}
+    for event, task_type in stream:
+        if event == "add":
+            batch.add(task_type, prefixes[task_type])
+            single.add(task_type, prefixes[task_type])
+            scheduled[task_type] += 1
+        elif event == "finish" and scheduled[task_type]:
+            batch.finish(task_type, prefixes[task_type], durations[task_type])
+            single.finish(task_type, prefixes[task_type], durations[task_type])
+            scheduled[task_type] -= 1
+        elif event == "observe":
+            batched.observe("communication", 2.0)
+            single.observe("communication", 2.0)
+        elif event == "measure":
+            batched.finish("communication", "transfer-a", 1.5, scheduled=False)
+            single.finish("communication", "transfer-a", 1.5, scheduled=False)
+        elif event == "read":
+            got, want = batched.measured_work(), single.measured_work()
+            assert got.keys() == want.keys()
+            for t in want:
+                assert got[t] == pytest.approx(want[t], rel=1e-9, abs=1e-9)
+            got_ratio, want_ratio = batched.mode().ratio, single.mode().ratio
+            assert (math.isnan(got_ratio) and math.isnan(want_ratio)) or got_ratio == pytest.approx(want_ratio, rel=1e-9)
+    got, want = batched.measured_work(), single.measured_work()
+    assert {t: pytest.approx(v, rel=1e-9, abs=1e-9) for t, v in want.items()} == got
+    assert batched.finished == single.finished
+
+
+def test_ingest_takes_the_runs_in_order_and_refuses_a_bad_one():
+    tracker = ModeTracker(window=2, blend=0.0, default_duration=1.0)
+    tracker.ingest([("compute", "a", 2, 2, 1.0), ("communication", "b", 1, 1, 4.0)],
+                   runs=[("communication", 4.0, 1), ("compute", 1.0, 2)])
+    measured = tracker.measured_work()  # the last two measurements: both computes
+    assert measured["compute"] == 1.0 and not measured.get("communication")
+    tracker.ingest([], runs=[("compute", 1.0, 0), (None, 1.0, 1), ("compute", math.nan, 1)])
+    assert tracker.rejected == {"ingest: run is not a valid run": 3}
+    assert tracker.measured_work() == measured
+
+
 def test_a_batch_without_events_leaves_its_tracker_as_it_was():
     """A scheduler plugin made on the client (then sent to the scheduler) adds no feed to the user's runtime."""
     from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin

@@ -12,9 +12,10 @@ O(1) when a task is added, finishes, or when a group's estimate moves.
 
 *Measured work over a sliding window.* The last ``window`` measurements (finished
 task durations, and work that is not a task, such as inter-worker transfers) are
-kept in a ring with running sums per type. A ring entry may stand for several
-measurements of one group (``count`` of them, ``seconds`` in total): batches
-arrive aggregated, see below. When the window overflows, the oldest entry loses
+kept in a ring with running sums per type, in the order the work finished. A
+ring entry may stand for several measurements (``count`` of them, ``seconds`` in
+total) of one group, or of one type made one after another: batches arrive
+aggregated, see below. When the window overflows, the oldest entry loses
 the overflowing measurements at its mean duration.
 
 *Batches.* Scheduler integrations on a hot path (:mod:`asafe.schedulers.local`) do not call
@@ -30,7 +31,10 @@ A cluster's scheduler plugin (:mod:`asafe.schedulers.scheduler_plugin`) tallies
 its events in an :class:`EventBatch`, which the tracker drains at each read (a
 *feed*, :meth:`ModeTracker.add_feed`): the event path touches one small dict per
 task instead of the tracker's groups, sums and ring, and nothing read on the
-batch's thread is ever behind the events. On the scheduler's thread each call costs
+batch's thread is ever behind the events. The batch hands its finishes over in
+the order they were made, and a measurement made on the tracker directly (a
+transfer's :meth:`ModeTracker.observe`) drains the batch first, so the window
+keeps the order in which work finished across both paths. On the scheduler's thread each call costs
 several times its isolated time, as it finds its objects out of the caches
 that Dask's own work per transition evicted; a tally touches the fewest.
 
@@ -209,6 +213,7 @@ class ModeTracker:
         if seconds is None or not 0.0 <= seconds <= MAX_SECONDS:  # NaN fails both
             self._reject("finish", "duration", duration, _SECONDS_RULE)
             seconds = None  # the task still leaves the scheduled set
+        self._feed()  # a feed's events came first: the window keeps the order work finished in
         with self._lock:
             group = self._group_at((task_type, prefix))
             if group is not None:
@@ -262,7 +267,8 @@ class ModeTracker:
             self._unschedule(group, min(int(count), group.count))
             self._evict()
 
-    def ingest(self, batch: Iterable[tuple[str, str, int, int, float]]) -> None:
+    def ingest(self, batch: Iterable[tuple[str, str, int, int, float]],
+               runs: Iterable[tuple[str, float, int]] | None = None) -> None:
         """Apply a batch of aggregated events under one lock.
 
         Each entry is ``(type, prefix, added, finished, seconds)``: since the last
@@ -272,6 +278,13 @@ class ModeTracker:
         finished tasks are learned as ``finished`` measurements of their mean
         duration (see the module docstring). Scheduler integrations call this
         once per evaluation interval, so the cost is per group, not per task.
+
+        ``runs``, where given, are the same measurements in the order they were
+        made, as ``(type, seconds, count)``: consecutive measurements of one type,
+        of any prefix, summed. The window then takes the runs in that order, and
+        the entries only teach the groups. Without them each entry enters the
+        window whole, one group after another: a window shorter than the batch
+        then holds the last groups' types, whenever they finished.
 
         Examples
         --------
@@ -306,9 +319,25 @@ class ModeTracker:
                 if added:
                     self._schedule(group, added)
                 if finished:
-                    self._complete(group, finished, seconds, True)
+                    self._complete(group, finished, seconds, True, push=runs is None)
+            if runs is not None:
+                for run in runs:
+                    self._push_run(run)
             if len(self._groups) > self.max_groups:
                 self._evict(4 * entries)  # what the entries' events would have evicted one by one
+
+    def _push_run(self, run: object) -> None:
+        try:
+            task_type, seconds, count = run  # type: ignore[misc]
+            valid = (_is_type(task_type) and type(count) is int and count > 0
+                     and 0.0 <= seconds <= MAX_SECONDS * count)
+        except (TypeError, ValueError):
+            valid = False
+        if valid:
+            self._push(task_type, float(seconds), count)
+        else:
+            self._reject("ingest", "run", run, "a (type, seconds, count) tuple of a task type, the seconds "
+                         "of count measurements and a count >= 1", problem="is not a valid run")
 
     def observe(self, task_type: str, seconds: float) -> None:
         """Measured work that is not a scheduled task (e.g. a transfer)."""
@@ -322,6 +351,7 @@ class ModeTracker:
         if not 0.0 <= value <= MAX_SECONDS:  # NaN fails both
             self._reject("observe", "seconds", seconds, _SECONDS_RULE)
             return
+        self._feed()  # as in finish: after what a feed tallied before it
         with self._lock:
             self._push(task_type, value, 1)
 
@@ -580,14 +610,16 @@ class ModeTracker:
         else:
             self._scheduled[task_type] -= n * group.expected
 
-    def _complete(self, group: _Group, n: int, seconds: float | None, scheduled: bool) -> None:
+    def _complete(self, group: _Group, n: int, seconds: float | None, scheduled: bool, push: bool = True) -> None:
         # n tasks of the group finished after ``seconds`` of work in total
-        # (None: a rejected measurement; the tasks still finished)
+        # (None: a rejected measurement; the tasks still finished); ``push=False``:
+        # the window takes them from the caller's runs (ingest)
         if scheduled and group.count:
             self._unschedule(group, min(n, group.count))
         if seconds is not None:
             self._learn(group, seconds / n, n)
-            self._push(group.task_type, seconds, n)
+            if push:
+                self._push(group.task_type, seconds, n)
         self.finished += n
 
     def _clean_entry(self, entry: object) -> tuple | None:
@@ -687,6 +719,14 @@ class EventBatch:
     ``(type, prefix)``; the tracker's work is per group and read, not per task.
     The ``n`` tasks of a group finished between two reads are learned as ``n``
     measurements of their mean, the approximation of :meth:`ModeTracker.ingest`.
+    The window takes the finishes in the order they were made (the batch keeps
+    them as runs of one type), and a measurement made on the tracker itself
+    (:meth:`ModeTracker.finish`, :meth:`ModeTracker.observe`, such as a
+    transfer's) drains the batch first: the window holds what finished last,
+    whatever path it came by. (Without the order, a transfer observed between
+    two reads entered the window before the computes tallied around it, and a
+    window shorter than a read's worth of tasks lost it: the demo's mode read
+    compute in a phase that shipped every panel and turned compression off.)
 
     The batch becomes a feed at its first event, and the thread of that event
     is the only one that records and drains it (the scheduler's event loop for
@@ -714,12 +754,18 @@ class EventBatch:
     >>> batch.close()
     """
 
-    __slots__ = ("_tracker", "_tallies", "_priors", "_owner", "_detach")
+    __slots__ = ("_tracker", "_tallies", "_priors", "_owner", "_detach", "_run_types", "_run_seconds",
+                 "_run_counts")
 
     def __init__(self, tracker: ModeTracker) -> None:
         self._tracker = tracker
         self._tallies: dict[tuple[str, str], list] = {}  # group -> [added, finished, seconds]
         self._priors: dict[tuple[str, str], float] = {}  # group -> the latest prior given with an add
+        # the finishes in order, consecutive ones of a type summed (ModeTracker.ingest's runs):
+        # parallel lists, no container per event
+        self._run_types: list[str] = []
+        self._run_seconds: list[float] = []
+        self._run_counts: list[int] = []
         self._owner: int | None = None  # the thread of the first event
         self._detach: Callable[[], None] | bool | None = None  # a feed from the first event on; False once closed
 
@@ -761,6 +807,14 @@ class EventBatch:
             return
         tally[1] += 1
         tally[2] += duration
+        types = self._run_types
+        if types and types[-1] == task_type:
+            self._run_seconds[-1] += duration
+            self._run_counts[-1] += 1
+        else:
+            types.append(task_type)
+            self._run_seconds.append(duration)
+            self._run_counts.append(1)
 
     def pending(self) -> int:
         """Groups with events not handed to the tracker yet."""
@@ -776,8 +830,10 @@ class EventBatch:
             priors, self._priors = self._priors, {}
             for (task_type, prefix), prior in priors.items():
                 tracker.prime(task_type, prefix, prior)
+        runs = list(zip(self._run_types, self._run_seconds, self._run_counts))
+        self._run_types, self._run_seconds, self._run_counts = [], [], []
         tracker.ingest([(task_type, prefix, added, finished, seconds)
-                        for (task_type, prefix), (added, finished, seconds) in tallies.items()])
+                        for (task_type, prefix), (added, finished, seconds) in tallies.items()], runs)
 
     def close(self) -> None:
         """Hand over what is left and stop being a feed of the tracker (for good: later events are not read)."""
