@@ -15,8 +15,12 @@ both places are known and differ (a pinned consumer, a dependency that is in
 memory or pinned). Where a place is unknown, Dask decides at run time: a
 consumer that is not pinned runs next to its largest dependency (so that one
 does not cross) and each of its other dependencies crosses with probability
-``(W - 1) / W`` among ``W`` workers. An output crosses to one worker once,
-whatever the number of its consumers there.
+``(W - 1) / W`` among ``W`` workers. A consumer of one dependency usually runs
+next to it too, but not always: where many such consumers become ready at once
+(a task rechunk's second stage) the scheduler spreads them over idle workers.
+Its edge crosses with the fraction of that dependency's prefix that crossed so
+far (nothing while the prefix has not been seen). An output crosses to one
+worker once, whatever the number of its consumers there.
 
 *Outputs whose consumers are not submitted yet.* Code that uses futures submits
 producers before their consumers (two ``client.map`` calls). For such an output
@@ -43,8 +47,11 @@ Only a prefix this scheduler has never run starts unknown.
 *When planned work counts.* An output's planned transfers count while its
 producer is ready, running, or in memory with a consumer still to be served,
 and leave when that consumer finishes (the measured transfer then reaches the
-measured window) or when the output is released. Waiting producers do not count,
-so a large graph shows the transfers of the wave about to run, not all of them.
+measured window) or when the output is released. A waiting producer counts once
+it joins the next wave (every dependency ready, running or in memory: the
+scheduler plugin activates it then, as it counts its compute), so the mode
+weighs the wave about to run with its transfers; the rest of a large graph
+does not count yet.
 
 *What reaches the tracker.* The forecast keeps the running total of its
 planned items itself (:attr:`TransferForecast.planned`, plain float adds, set
@@ -309,8 +316,14 @@ class TransferForecast:
             home = out.home
             probability = (0.0 if dest in home else 1.0) if home is not None else (workers - 1) / workers
             where: Any = dest
+        elif largest is None:
+            # the consumer's one dependency: Dask places it there, unless the scheduler spreads such
+            # consumers over idle workers or stealing moves them (a task rechunk's second stage); it
+            # crosses as often as this prefix's outputs did (0 where never seen)
+            probability = self.shipped.get(out.prefix, 0.0)
+            where = ("consumer", ts.key)
         else:
-            probability = 0.0 if (largest is None or dts is largest) else (workers - 1) / workers
+            probability = 0.0 if dts is largest else (workers - 1) / workers
             where = ("consumer", ts.key)
         if probability == 0.0:
             return None

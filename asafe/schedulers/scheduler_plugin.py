@@ -567,6 +567,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 if entry is None or not entry.ready:
                     return
         self._enter(ts.key, ready=False)
+        if self.expected_transfers:
+            self.forecast.activate(ts)  # its transfers count with its compute: the wave about to run
 
     def _discard(self, key: Any, entry: Scheduled) -> None:
         self._events.flush()  # its add may still be in the batch

@@ -87,3 +87,106 @@ def test_every_evaluation_reads_the_sum_of_the_forecasts_edges_on_fan_in_graphs(
             assert running == 0.0  # exactly zero when nothing is planned, no residue
     assert max(r[0] for r in planning) > 1e3 * 2**-52  # planned seconds far above rounding
     assert (planned, items) == (0.0, 0)  # the graphs are done: nothing left planned
+
+
+# --- what a graph's arrival plans: single dependencies and the next wave ---------------------
+
+BLOCK = 256 * 1024
+
+
+def make(i, nbytes):
+    return bytes(nbytes)
+
+
+def split(block):
+    return block[: len(block) // 2]
+
+
+def size(block):
+    return len(block)
+
+
+def _watch_arrivals(dask_scheduler=None):
+    """On the scheduler: after asafe's ``update_graph``, record each graph's keys and the forecast's planned total."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    asafe_plugin = dask_scheduler.plugins["asafe"]
+
+    class ArrivalWatch(SchedulerPlugin):
+        name = "arrival-watch"
+
+        def __init__(self):
+            self.records = []
+
+        def update_graph(self, scheduler, *, keys=(), **kwargs):
+            self.records.append((set(keys), asafe_plugin.forecast.planned))
+
+    dask_scheduler.add_plugin(ArrivalWatch())  # after asafe's: it reads what asafe's update_graph planned
+    return True
+
+
+def _arrivals(dask_scheduler=None):
+    watch = dask_scheduler.plugins.pop("arrival-watch")
+    return watch.records
+
+
+def _planned_at_arrival(client, graph):
+    """Run ``graph(tag)`` (one collection, one update_graph) to teach its prefixes, then again: what its arrival planned."""
+    graph(1)
+    assert client.run_on_scheduler(_watch_arrivals)
+    try:
+        keys = graph(2)
+    finally:
+        records = client.run_on_scheduler(_arrivals)
+    planned = [seconds for graph_keys, seconds in records if graph_keys & keys]
+    assert len(planned) == 1  # the graph arrived in one update_graph
+    return planned[0]
+
+
+def _workers(client):
+    return sorted(client.scheduler_info()["workers"])
+
+
+def test_a_single_dependency_is_planned_at_the_crossing_its_prefix_learned(client, make_runtime, installed):
+    """A consumer of one dependency crosses as often as that prefix's outputs did (a task rechunk's second stage).
+
+    The first run pins the consumers to the other worker, so every output of the
+    prefix crossed; the second leaves them free. Its arrival plans their transfer
+    (before: a single dependency was taken to stay where it is, and nothing was
+    planned until the transfers were measured).
+    """
+    a, b = _workers(client)
+
+    def graph(tag):
+        with dask.annotate(workers=[a]):
+            blocks = [dask.delayed(make)(i, BLOCK, dask_key_name=f"block-{tag}{i}") for i in range(4)]
+        with dask.annotate(**({"workers": [b]} if tag == 1 else {})):
+            sizes = [dask.delayed(size)(blk, dask_key_name=f"size-{tag}{i}") for i, blk in enumerate(blocks)]
+        assert client.gather(client.compute(sizes, optimize_graph=False)) == [BLOCK] * 4
+        return {s.key for s in sizes}
+
+    with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
+        assert _planned_at_arrival(client, graph) > 0  # the consumers' transfers, at the learned crossing
+
+
+def test_the_next_wave_counts_its_transfers_with_its_compute(client, make_runtime, installed):
+    """A task that joins the next wave counts its output's planned transfers at once, as its compute counts.
+
+    ``make`` (ready at arrival) feeds ``split`` (the next wave, one dependency,
+    next to it), whose output goes to a consumer pinned to the other worker. The
+    arrival plans that transfer (before: only once ``split`` was ready, after the
+    arrival's evaluation had read the wave's compute alone).
+    """
+    a, b = _workers(client)
+
+    def graph(tag):
+        with dask.annotate(workers=[a]):
+            blocks = [dask.delayed(make)(i, BLOCK, dask_key_name=f"wblock-{tag}{i}") for i in range(4)]
+            halves = [dask.delayed(split)(blk, dask_key_name=f"whalf-{tag}{i}") for i, blk in enumerate(blocks)]
+        with dask.annotate(workers=[b]):
+            sizes = [dask.delayed(size)(h, dask_key_name=f"wsize-{tag}{i}") for i, h in enumerate(halves)]
+        assert client.gather(client.compute(sizes, optimize_graph=False)) == [BLOCK // 2] * 4
+        return {s.key for s in sizes}
+
+    with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
+        assert _planned_at_arrival(client, graph) > 0  # the halves' transfers to the pinned consumers
