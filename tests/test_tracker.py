@@ -363,6 +363,22 @@ def test_a_feed_that_raises_is_counted_and_the_read_goes_on():
         tracker.add_feed(3.0)
 
 
+def _add_or_finish(event, task_type, prior, batch, single, scheduled, durations, prefixes):
+    """Apply an add, or a finish of a scheduled task, to the batch and to the per-event tracker alike."""
+    if event == "add":
+        batch.add(task_type, prefixes[task_type], prior=prior)
+        single.add(task_type, prefixes[task_type], prior=prior)
+        scheduled[task_type] += 1
+        return True
+    if event == "finish":
+        if scheduled[task_type]:
+            batch.finish(task_type, prefixes[task_type], durations[task_type])
+            single.finish(task_type, prefixes[task_type], durations[task_type])
+            scheduled[task_type] -= 1
+        return True
+    return False
+
+
 # one prefix per type: a group's starting estimate (its type's average) is then the same
 # whether the group is made at its first add or at the drain
 _batch_events = st.lists(
@@ -385,15 +401,9 @@ def test_a_batch_reads_as_its_events_one_by_one(stream):
     batch = EventBatch(batched)
     scheduled = {"compute": 0, "communication": 0}
     for event, task_type, prior in stream:
-        if event == "add":
-            batch.add(task_type, prefixes[task_type], prior=prior)
-            single.add(task_type, prefixes[task_type], prior=prior)
-            scheduled[task_type] += 1
-        elif event == "finish" and scheduled[task_type]:
-            batch.finish(task_type, prefixes[task_type], durations[task_type])
-            single.finish(task_type, prefixes[task_type], durations[task_type])
-            scheduled[task_type] -= 1
-        elif event == "read":
+        if _add_or_finish(event, task_type, prior, batch, single, scheduled, durations, prefixes):
+            continue
+        if event == "read":
             for name in ("scheduled_work", "measured_work"):
                 got, want = getattr(batched, name)(), getattr(single, name)()
                 assert got.keys() == want.keys()
@@ -431,15 +441,9 @@ def test_a_batch_keeps_the_order_work_finished_in(stream, window):
     batch = EventBatch(batched)
     scheduled = {"compute": 0, "communication": 0}
     for event, task_type in stream:
-        if event == "add":
-            batch.add(task_type, prefixes[task_type])
-            single.add(task_type, prefixes[task_type])
-            scheduled[task_type] += 1
-        elif event == "finish" and scheduled[task_type]:
-            batch.finish(task_type, prefixes[task_type], durations[task_type])
-            single.finish(task_type, prefixes[task_type], durations[task_type])
-            scheduled[task_type] -= 1
-        elif event == "observe":
+        if _add_or_finish(event, task_type, None, batch, single, scheduled, durations, prefixes):
+            continue
+        if event == "observe":
             batched.observe("communication", 2.0)
             single.observe("communication", 2.0)
         elif event == "measure":
