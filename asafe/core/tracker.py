@@ -34,9 +34,10 @@ task instead of the tracker's groups, sums and ring, and nothing read on the
 batch's thread is ever behind the events. The batch hands its finishes over in
 the order they were made, and a measurement made on the tracker directly (a
 transfer's :meth:`ModeTracker.observe`) drains the batch first, so the window
-keeps the order in which work finished across both paths. On the scheduler's thread each call costs
-several times its isolated time, as it finds its objects out of the caches
-that Dask's own work per transition evicted; a tally touches the fewest.
+keeps the order in which work finished across both paths. On the scheduler's
+thread each call costs several times its isolated time, as it finds its objects
+out of the caches that Dask's own work per transition evicted; a tally touches
+the fewest.
 
 The event path allocates no container per event (the ring is parallel deques):
 with a graph of 100k objects in memory, every 700 tuples allocated would trigger
@@ -801,8 +802,7 @@ class EventBatch:
                 tally = False
             if tally is None:
                 tally = self._new_tally((task_type, prefix))
-        if not tally:  # not a float in range, or an unhashable group: the tracker decides
-            self.flush()
+        if not tally:  # not a float in range, or an unhashable group: the tracker decides (after this batch)
             self._tracker.finish(task_type, prefix, duration)
             return
         tally[1] += 1

@@ -606,8 +606,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if scheduled:
             self._events.finish(task_type, prefix, compute)
         else:
-            self._events.flush()
-            self.tracker.finish(task_type, prefix, compute, scheduled=False)
+            self.tracker.finish(task_type, prefix, compute, scheduled=False)  # drains the batch first
         if ts is not None and self.p2p.pending:
             self.p2p.input_finished(ts)
         if ts is not None:
