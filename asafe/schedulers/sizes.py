@@ -11,7 +11,11 @@ A type reports them by having ``logical_nbytes`` and ``nbytes`` attributes and
 being registered with :func:`register` (``asafe.compression``'s tiles and
 matrices register themselves). Registration marks the type (subclasses
 included) and adds a :func:`dask.sizeof.sizeof` implementation for it, unless
-the type has its own that calls :func:`note`. A distributed worker calls
+the type has its own that calls :func:`note`; it also gives the type a
+``__sizeof__`` that does the same where it has none of its own, because a class
+that is pickled by value (defined in ``__main__`` or a notebook) reaches a worker
+with its attributes but without the registration, and Dask's default ``sizeof``
+there calls ``__sizeof__``. A distributed worker calls
 ``sizeof`` on every task's result on the thread that ran the task, right after
 it ran, to learn its ``nbytes``; the implementation answers the wire size, as
 before, and also notes ``(logical, wire)`` under the key of the task running on
@@ -69,6 +73,14 @@ def register(cls: type, sizeof: bool = True) -> type:
     setattr(cls, MARK, True)
     if sizeof:
         dask_sizeof.register(cls)(_sizeof)
+        if cls.__sizeof__ is object.__sizeof__:
+            # The registration above lives in this process. A class that travels by value
+            # (defined in ``__main__``, a notebook, a test module: cloudpickle sends its
+            # dict) reaches a worker without it, and Dask's default ``sizeof`` there is
+            # ``sys.getsizeof``; that calls ``__sizeof__``, which travels with the class.
+            # Without it such outputs reported their shallow size (56 bytes) and no note,
+            # and the transfer forecast planned nothing for them.
+            cls.__sizeof__ = _dunder_sizeof
     return cls
 
 
@@ -94,6 +106,12 @@ def _sizeof(value: object) -> int:
     logical, wire = sizes_of(value)  # type: ignore[misc]
     note(logical, wire)
     return wire
+
+
+def _dunder_sizeof(self: object) -> int:
+    # ``__sizeof__`` of a registered class (see register): notes the sizes, answers the wire size
+    # (``sys.getsizeof`` adds the object header the garbage collector keeps).
+    return _sizeof(self)
 
 
 def note(logical: int, wire: int) -> None:

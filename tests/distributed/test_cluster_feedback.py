@@ -125,14 +125,31 @@ def test_naive_ratio_flaps_asafe_does_not(client, make_runtime, installed):
     with installed(client, fresh()) as corrected:
         compressed = transfer_bound_run(client, corrected)
         corrected_history = [(t.old, t.new) for t in corrected.history]
+        corrected_modes = [t.as_dict() for t in corrected.history]
         transfers = corrected.info("plugin")["plugin"]["transfers"]
     # naive: on, then off again under the same workload (then on again, ...)
     assert naive_history[:2] == [(False, True), (True, False)], naive_history
     # asafe: on once, and it stays on
-    assert corrected_history == [(False, True)], corrected_history
+    assert corrected_history == [(False, True)], (corrected_modes, corrected.info("plugin"))
     # once on, every payload produced later travelled compressed (in production order)
     first = compressed.index(True)
     assert all(compressed[first:]) and first < len(compressed) // 2
     # the correction at work: logical bytes far above wire bytes, seconds charged accordingly
     assert transfers["logical_bytes"] > 2 * transfers["wire_bytes"]
     assert transfers["corrected_seconds"] > transfers["seconds"]
+
+
+def _task_metadata(dask_scheduler, key):
+    return dict(dask_scheduler.tasks[key].metadata)
+
+
+def test_a_class_pickled_by_value_reports_its_sizes(client, make_runtime, installed):
+    # Packed travels by value (this module is not importable on the workers): the workers
+    # never ran its report_sizes registration, and Dask's default sizeof reads __sizeof__.
+    # Without it the output reported 56 bytes and no logical size, and the forecast
+    # planned no transfer for it (the corrected run above then flapped at times).
+    with installed(client, make_runtime()):
+        future = client.submit(Packed, PAYLOAD * 8, np.zeros(1000), 0, pure=False)
+        future.result()
+        metadata = client.run_on_scheduler(_task_metadata, key=future.key)
+    assert list(metadata.get("asafe-nbytes", ())) == [PAYLOAD * 8, 8000], metadata
