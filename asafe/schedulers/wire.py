@@ -152,6 +152,7 @@ _originals: dict[str, tuple] = {}
 _settings: dict[str, Any] = {}
 _blosc2: dict[str, Any] = {}  # see _library
 _importing = False  # see prepare
+_warm = False  # every candidate called once in this process (see _warm_up)
 _counters: dict[str, float] = {}
 _choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filter id, frames left before a sample]
 #: A codec must send a sample this much sooner than sending it as it is (a link speed state).
@@ -600,7 +601,8 @@ def prepare(state: Any) -> None:
     The worker plugin calls it with each state it receives. The first frame's
     sample otherwise imported blosc2 itself, on the path of that transfer
     (about 0.1 s on a quiet core of this project's machine, 0.3-0.7 s while
-    the worker starts); a state that never compresses imports nothing.
+    the worker starts); a state that never compresses imports nothing. The
+    same thread then makes each candidate's first call (:func:`_warm_up`).
     """
     global _importing
     if not state or _blosc2 or _importing:
@@ -612,8 +614,29 @@ def prepare(state: Any) -> None:
 def _import_quietly() -> None:
     try:
         _library()
+        _warm_up()
     except Exception:  # noqa: BLE001  (missing blosc2 is refused at install; a frame raises it again)
         pass
+
+
+def _warm_up() -> None:
+    """Make each candidate's first call in this process, on a small buffer, off the transfers' path.
+
+    A process's first call of a codec and filter costs more than the next ones
+    (blosc2's and the codec's set-up: up to 40% more on a 64 KiB sample of int
+    ids, ``docs/results/workloads/1gbit-s29/codec_probe.txt``), so the first
+    sample priced the candidates it timed first above the others, and its
+    choice held for ``resample`` frames. :func:`prepare` runs this in the
+    background.
+    """
+    global _warm
+    library = _library()
+    small = bytes(range(256)) * 64
+    for codec_id in library["codecs"].values():
+        for filter_id in library["filters"].values():
+            library["blosc2"].decompress2(compress_frame(small, 8, codec_id, filter_id),
+                                          nthreads=_settings.get("threads", 1))
+    _warm = True
 
 
 def _library() -> dict[str, Any]:

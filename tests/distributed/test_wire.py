@@ -323,8 +323,8 @@ def test_a_state_that_compresses_imports_the_codecs_before_the_first_frame(make_
     # state that never compresses imports nothing.
     from distributed import Client
 
-    def imported():
-        return bool(wire._blosc2)
+    def imported():  # and each candidate's first call made (wire._warm_up), off the transfers' path
+        return bool(wire._blosc2) and wire._warm
 
     with make_cluster_factory() as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
