@@ -217,11 +217,12 @@ def _fused_inner_tasks(task: object) -> list[object]:
     for arg in args:
         value = getattr(arg, "value", arg)  # DataNode wraps the subgraph dict
         if isinstance(value, Mapping) and value:
-            out = getattr(task, "key", None)
-            tasks = list(value.values())
-            # output task first: it names what the fused task produces
-            tasks.sort(key=lambda t: getattr(t, "key", None) != out)
-            return tasks
+            # output task first: it names what the fused task produces (the subgraph maps each inner
+            # task's key to it; a lookup, not a sort: the scheduler resolves every task's type)
+            first = value.get(getattr(task, "key", None))
+            if first is None:
+                return list(value.values())
+            return [first, *(t for t in value.values() if t is not first)]
     return []
 
 
