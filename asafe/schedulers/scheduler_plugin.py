@@ -521,6 +521,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         entry = self._scheduled[key] = self._type_of(ts, ready)
         self._events.add(entry.task_type, entry.prefix, prior=self._prior(ts.prefix))
         self.reuse.add(entry.reuse)
+        if self.expected_transfers:
+            # its output's planned transfers count with its compute, ready or in the wave about to run
+            self.forecast.activate(ts)
         if ready:
             if self._count_runnable:
                 self.runnable.add(entry.task_type)
@@ -542,13 +545,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         return learned
 
     def _became_ready(self, ts: "TaskState") -> None:
-        # Its output's planned transfers count from now, and its dependents may
-        # now be the next wave. Without the wave, a phase whose first step waits
+        # Its dependents may now be the next wave (its own planned transfers
+        # count since _enter). Without the wave, a phase whose first step waits
         # on one task (a vector every panel reads) showed that task's compute
         # against the transfers planned for its output: communication, for as
         # long as the task ran, in a phase that computes.
-        if self.expected_transfers:
-            self.forecast.activate(ts)
         if self.next_wave:
             for dts in ts.dependents:
                 self._join_wave(dts)
@@ -567,8 +568,6 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 if entry is None or not entry.ready:
                     return
         self._enter(ts.key, ready=False)
-        if self.expected_transfers:
-            self.forecast.activate(ts)  # its transfers count with its compute: the wave about to run
 
     def _discard(self, key: Any, entry: Scheduled) -> None:
         self._events.flush()  # its add may still be in the batch
