@@ -213,10 +213,9 @@ def _fused_inner_tasks(task: object) -> list[object]:
     has_subgraph = getattr(task, "has_subgraph", None)
     if has_subgraph is not None and not has_subgraph():  # dask's Task says: no scan of its arguments
         return []  # (the scheduler resolves every task's type; most are not fused)
-    args = getattr(task, "args", ())
-    for arg in args:
+    for arg in getattr(task, "args", ()):
         value = getattr(arg, "value", arg)  # DataNode wraps the subgraph dict
-        if isinstance(value, Mapping) and value:
+        if (type(value) is dict or isinstance(value, Mapping)) and value:  # a plain dict skips the ABC check
             # output task first: it names what the fused task produces (the subgraph maps each inner
             # task's key to it; a lookup, not a sort: the scheduler resolves every task's type)
             first = value.get(getattr(task, "key", None))
