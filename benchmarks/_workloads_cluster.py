@@ -21,6 +21,7 @@ _FALLBACK_CODECS = ("lz4", "zstd")
 __all__ = [
     "codec_states",
     "variant_names",
+    "CONTROL",
 ]
 
 # --------------------------------------------------------------------------- variants
@@ -29,6 +30,12 @@ def codec_states() -> tuple[str, ...]:
     from asafe.schedulers import wire
 
     return tuple(getattr(wire, "CODEC_STATES", _FALLBACK_CODECS))
+
+
+#: Plain Dask timed again as a variant of its own: an A/A control of the suite's statistics
+#: (how many rows put their interval wholly on one side of 1 with no code changed). Not in
+#: the default variants; ``--variants dask,dask-control,asafe`` asks for it.
+CONTROL = "dask-control"
 
 
 def variant_names(codecs: Sequence[str] | None = None) -> list[str]:
@@ -49,7 +56,7 @@ def _finite(value: Any) -> float | None:
 def _install(client: Any, variant: str) -> Any:
     import asafe
 
-    if variant == "dask":
+    if variant in ("dask", CONTROL):
         return None
     if variant == "asafe":
         return asafe.install(client)  # its defaults: a fresh AdaptiveRuntime() every time
@@ -67,7 +74,7 @@ def _worker_wire_state() -> dict[str, Any]:
 
 def _expected_state(variant: str) -> Any:
     """The wire state a variant must find on every worker before its sample (None: not installed)."""
-    if variant == "dask":
+    if variant in ("dask", CONTROL):
         return None
     if variant == "asafe":
         return "any"

@@ -206,15 +206,15 @@ from typing import Any
 from asafe.app import stats
 
 from . import harness
-from ._workloads_cluster import (_holders, _install, _keys_of, _run_once, _uninstall, _wait_forgotten, codec_states,
-                                 variant_names)
+from ._workloads_cluster import (CONTROL, _holders, _install, _keys_of, _run_once, _uninstall, _wait_forgotten,
+                                 codec_states, variant_names)
 from ._workloads_data import (DATA_KINDS, DEFAULT_ZERO_FRACTION, INT_DISTINCT, RTOL, SMOOTH_STEP, array_digest,
                               compare_digests, frame_digest, ints_block, kind_array, kind_frame, make_block,
                               random_block, smooth_block, zeros_block)
 from ._workloads_defs import WORKLOADS, Spec, Workload
 from ._workloads_targets import (COMPRESSIBLE_KINDS, EXACT_ROUNDS, TARGET_A, TARGET_B_OF_BEST, TARGET_B_SPEEDUP,
-                                 TRANSFER_BOUND_SHARE, combine_verdicts, summarize_workload, target_a, target_b,
-                                 transfer_share, verdict)
+                                 TRANSFER_BOUND_SHARE, combine_verdicts, pooled_speedup, summarize_workload, target_a,
+                                 target_b, transfer_share, verdict)
 
 __all__ = [
     "DATA_KINDS",
@@ -464,8 +464,9 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"comma-separated (default: all): {', '.join(WORKLOADS)}")
     parser.add_argument("--data", type=_csv(DATA_KINDS, "--data"), default=list(DATA_KINDS),
                         help=f"data kinds, comma-separated (default: all): {', '.join(DATA_KINDS)}")
-    parser.add_argument("--variants", type=_csv(variants, "--variants"), default=variants,
-                        help=f"comma-separated, dask always included (default: all): {', '.join(variants)}")
+    parser.add_argument("--variants", type=_csv([*variants, CONTROL], "--variants"), default=variants,
+                        help=f"comma-separated, dask always included (default: all): {', '.join(variants)}; "
+                             f"{CONTROL}: plain Dask again, an A/A control (not in the default)")
     parser.add_argument("--rounds", type=harness.positive_int, default=None,
                         help=f"most rounds per workload (default {DEFAULT_ROUNDS}, --quick {QUICK_ROUNDS}; "
                              f"{EXACT_ROUNDS} or more for an exact 95%% interval)")
@@ -581,6 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     all_results.append(result)
                     file["wall_s"] = time.perf_counter() - started
                     file["targets"] = target_summary([r for r in all_results if r["kind"] == kind])
+                    file["pooled"] = {v: pooled_speedup([r for r in all_results if r["kind"] == kind], v)
+                                      for v in variants if v != "dask"}
                     file["load_average"] = {"start": load_at_start, "end": _load()}
                     _write(path, file)
             print(f"results: {path} ({time.perf_counter() - started:.0f} s)")
@@ -599,9 +602,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(summary[name]["counts"].items()))
         missing = summary[name]["not_met_or_no_result"]
         print(f"{label}: {counts}" + (f"; not met or no result: {', '.join(missing)}" if missing else ""))
+    for variant in ("asafe", CONTROL):
+        pooled = pooled_speedup(all_results, variant)
+        if pooled:
+            print(pooled_line(pooled))
     for pair, why in summary["failed"].items():
         print(f"FAILED {pair}: {why}")
     return 0
+
+
+def pooled_line(pooled: Mapping[str, Any]) -> str:
+    """:func:`pooled_speedup`'s result as one line of text.
+
+    >>> pooled_line({"variant": "asafe", "ratio": 0.99, "ci95": [0.98, 1.0], "rows": 52, "rows_below_1": 3,
+    ...              "rows_above_1": 1})
+    'pooled asafe: 0.990x [0.980, 1.000] plain Dask (geometric mean of 52 rows; intervals wholly below 1: 3, wholly above: 1)'
+    """
+    low, high = pooled["ci95"]
+    return (f"pooled {pooled['variant']}: {pooled['ratio']:.3f}x [{low:.3f}, {high:.3f}] plain Dask (geometric mean "
+            f"of {pooled['rows']} rows; intervals wholly below 1: {pooled['rows_below_1']}, wholly above: "
+            f"{pooled['rows_above_1']})")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -237,6 +237,38 @@ def test_a_failed_variant_is_left_out_of_the_summary():
     assert "asafe" not in s["summary"] and s["targets"]["a"] == "no result"
 
 
+def _rows(ratios_per_row, rounds=9):
+    return [{"samples": [{"variant": v, "round": i, "seconds": t} for i in range(rounds)
+                         for v, t in (("dask", 1.0), ("asafe", 1.0 / ratios[i % len(ratios)]))]}
+            for ratios in ratios_per_row]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(0.5, 2.0), min_size=1, max_size=9), min_size=1, max_size=12),
+       st.floats(0.5, 2.0))
+def test_the_pooled_speedup_is_the_geometric_mean_of_row_medians_and_scales_with_them(ratios_per_row, factor):
+    pooled = wl.pooled_speedup(_rows(ratios_per_row))
+    medians = [np.median(np.log([r[i % len(r)] for i in range(9)])) for r in ratios_per_row]
+    assert pooled["ratio"] == pytest.approx(math.exp(np.mean(medians)))
+    assert pooled["ci95"][0] <= pooled["ratio"] * (1 + 1e-9) and pooled["ratio"] <= pooled["ci95"][1] * (1 + 1e-9)
+    scaled = wl.pooled_speedup(_rows([[x * factor for x in r] for r in ratios_per_row]))
+    assert scaled["ratio"] == pytest.approx(pooled["ratio"] * factor)  # one common factor moves it by that factor
+    assert wl.pooled_speedup(_rows(ratios_per_row)) == pooled  # seeded: the same interval every time
+
+
+def test_the_pooled_speedup_counts_rows_on_either_side_and_skips_unpaired_rows():
+    rows = _rows([[0.9], [1.1], [1.0]]) + [{"samples": [{"variant": "dask", "round": 0, "seconds": 1.0}]}]
+    pooled = wl.pooled_speedup(rows)
+    assert (pooled["rows"], pooled["rows_below_1"], pooled["rows_above_1"]) == (3, 1, 1)
+    assert wl.pooled_speedup(rows, "static-lz4") is None
+
+
+def test_the_control_variant_is_plain_dask_and_asked_for_by_name():
+    assert wl_cluster.CONTROL not in wl_cluster.variant_names()  # not in the default variants
+    assert wl_cluster._install(None, wl_cluster.CONTROL) is None  # nothing installed: plain Dask again
+    assert wl_cluster._expected_state(wl_cluster.CONTROL) is None  # and checked to find no asafe state
+
+
 def test_the_options_refuse_unknown_names_with_the_allowed_ones(capsys):
     for option, value, allowed in (("--variants", "dask,gzip", "static-"), ("--data", "sparse", "random, zeros"),
                                    ("--workloads", "fft", "rechunk-tasks"), ("--zero-fraction", "1.5", "[0, 1]")):

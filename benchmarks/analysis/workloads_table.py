@@ -5,7 +5,8 @@
 kind): plain Dask's median seconds, asafe's paired speedup with its 95% interval, the best static
 codec and its speedup, asafe against that codec, the link share and the targets' verdicts (a (b) "not
 met" says so where no static codec reaches the 1.3x either), then the verdict counts and the rows whose
-interval lies wholly below 1. Asterisked intervals cover less than
+interval lies wholly below 1, and each variant's pooled speedup over every row
+(:func:`benchmarks._workloads_targets.pooled_speedup`). Asterisked intervals cover less than
 95% (fewer than 6 rounds).
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks._workloads_targets import TARGET_B_SPEEDUP
+from benchmarks._workloads_targets import TARGET_B_SPEEDUP, pooled_speedup
+from benchmarks.workloads import pooled_line
 
 __all__ = ["table"]
 
@@ -36,6 +38,7 @@ def table(folder: Path, link: str) -> str:
     counts_a: collections.Counter = collections.Counter()
     counts_b: collections.Counter = collections.Counter()
     below, unreachable = [], []
+    results = []
     for kind in KINDS:
         path = folder / f"workloads-{link}-{kind}.json"
         if not path.exists():
@@ -45,6 +48,7 @@ def table(folder: Path, link: str) -> str:
         lines.append(f"- {kind}: started {data['started']}, {data['wall_s'] / 60:.0f} min, load average (1 min) "
                      f"{load['start'][0]:.2f} at the start, {load['end'][0]:.2f} at the end")
         for name, result in data["workloads"].items():
+            results.append(result)
             analysis = result.get("analysis", {})
             vs = analysis.get("vs_dask", {})
             best = analysis.get("best_static")
@@ -71,6 +75,11 @@ def table(folder: Path, link: str) -> str:
               f"target (a): {dict(counts_a)}; target (b): {dict(counts_b)}; asafe's interval wholly below 1: "
               f"{', '.join(below) or 'none'}; (b) not met where no static codec reaches {TARGET_B_SPEEDUP}x either: "
               f"{', '.join(unreachable) or 'none'}", ""]
+    variants = sorted({s["variant"] for r in results for s in r.get("samples", ())} - {"dask"})
+    for variant in variants:
+        pooled = pooled_speedup(results, variant)
+        if pooled:
+            lines += [pooled_line(pooled), ""]
     return "\n".join(lines)
 
 
