@@ -129,7 +129,13 @@ Statistics (``asafe.app.stats``)
     it (best static's time / asafe's time per round). Rounds stop at
     ``--rounds`` (default 6, the fewest for an exact 95% interval) or earlier
     when every median's interval is within ``--rel-ci``, or when a workload's
-    sampling passes ``--max-seconds`` (then the file says so).
+    sampling passes ``--max-seconds`` (then the file says so). Over every row,
+    each variant's *pooled* speedup (:func:`~benchmarks._workloads_targets.pooled_speedup`:
+    the geometric mean of the rows' median paired ratios, with a seeded
+    bootstrap of the rounds within rows for its 95% interval, and the count of
+    rows wholly below and above 1). ``--variants dask,dask-control,asafe`` adds
+    plain Dask timed again as a variant of its own, an A/A control: how many
+    rows the statistics put on either side of 1 with no code changed.
 
 Transfer-bound, measured
     Behind a shaped link (``--link``) the suite runs in a network namespace
