@@ -102,7 +102,11 @@ class P2PTraffic:
         The workers' heartbeats bring a P2P operation's last bytes after its
         barrier has finished (on a fast link, often all of them).
         """
-        return bool(self._planned) or time.monotonic() < self._recent
+        return self.active_at(time.monotonic())
+
+    def active_at(self, now: float) -> bool:
+        """:attr:`active` at ``now``, a :func:`time.monotonic` reading the caller already made."""
+        return bool(self._planned) or now < self._recent
 
     def submitted(self, tasks: Iterable[Any]) -> None:
         """Plan the bytes of the P2P operations among ``tasks`` (new tasks of a graph)."""

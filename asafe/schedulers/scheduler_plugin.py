@@ -430,9 +430,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 self.forecast.released(key)  # its planned transfers will not happen
             else:
                 return
-            if self.p2p.active:
+            now = time.monotonic()  # one clock read for both checks (every transition pays them)
+            if self.p2p.active_at(now):
                 self._p2p_event(key, finish)
-            self._maybe_evaluate()
+            self._maybe_evaluate(now)
         except Exception:
             self._hook_failed("transition")
             if not self._scheduled:
@@ -444,8 +445,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     # its cpu per task here): a toggle is held by the dwell (250 ms) anyway, so
     # evaluating more often only re-reads the same decision. A graph's arrival
     # evaluates at once (update_graph), whatever the interval.
-    def _maybe_evaluate(self) -> None:
-        now = time.monotonic()
+    def _maybe_evaluate(self, now: float | None = None) -> None:
+        if now is None:
+            now = time.monotonic()
         if now >= self._next_evaluation:
             self._next_evaluation = now + self.evaluate_interval
             self.runtime.evaluate()
@@ -500,9 +502,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
 
     def _type_of(self, ts: "TaskState", ready: bool = True) -> Scheduled:
         annotations = ts.annotations
-        annotated = annotations.get(ANNOTATION) if annotations else None
-        return Scheduled(resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name,
-                         self._reuse_of(annotations), ready)
+        if annotations:
+            annotated, reuse = annotations.get(ANNOTATION), self._reuse_of(annotations)
+        else:  # most tasks: no annotation, no declared reuse
+            annotated = reuse = None
+        return Scheduled(resolve_type(annotated, ts.run_spec, self.default_type), ts.prefix.name, reuse, ready)
 
     def _reuse_of(self, annotations: Any) -> float | None:
         # A bad annotation is the user's, made with dask.annotate directly
