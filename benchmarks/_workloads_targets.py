@@ -197,12 +197,13 @@ def summarize_workload(result: Mapping[str, Any], variants: Sequence[str], *, ki
     return out
 
 
-def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe", *, reps: int = 2000,
-                   seed: int = 0) -> dict[str, Any] | None:
+def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe", *, base: str = "dask",
+                   reps: int = 2000, seed: int = 0) -> dict[str, Any] | None:
     """One number for many rows: the geometric mean over rows of ``variant``'s median paired speedup.
 
-    Each row (a workload on a data kind) gives the per-round ratios plain Dask
-    seconds / ``variant`` seconds of the rounds where both ran; the pooled value
+    Each row (a workload on a data kind) gives the per-round ratios ``base``
+    seconds (plain Dask's by default) / ``variant`` seconds of the rounds where
+    both ran; the pooled value
     is the geometric mean over the rows of each row's median ratio. Its 95%
     interval is a bootstrap of the rounds within every row (each row's rounds
     resampled with replacement, ``reps`` times, seeded): what the run's
@@ -226,13 +227,13 @@ def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe",
     logs = []
     below = above = 0
     for result in results:
-        base = {s["round"]: s["seconds"] for s in result.get("samples", ()) if s["variant"] == "dask"}
+        old = {s["round"]: s["seconds"] for s in result.get("samples", ()) if s["variant"] == base}
         new = {s["round"]: s["seconds"] for s in result.get("samples", ()) if s["variant"] == variant}
-        rounds = sorted(set(base) & set(new))
+        rounds = sorted(set(old) & set(new))
         if len(rounds) < 2:
             continue
-        logs.append(np.log([base[i] / new[i] for i in rounds]))
-        ratio = stats.paired_ratio_ci([base[i] for i in rounds], [new[i] for i in rounds])
+        logs.append(np.log([old[i] / new[i] for i in rounds]))
+        ratio = stats.paired_ratio_ci([old[i] for i in rounds], [new[i] for i in rounds])
         if ratio.exact:
             below += ratio.ci[1] < 1.0
             above += ratio.ci[0] > 1.0
@@ -244,5 +245,5 @@ def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe",
         total += np.median(row[rng.integers(0, row.size, size=(reps, row.size))], axis=1)
     point = float(np.exp(np.mean([np.median(row) for row in logs])))
     low, high = np.exp(np.percentile(total / len(logs), [2.5, 97.5]))
-    return {"variant": variant, "ratio": point, "ci95": [float(low), float(high)], "rows": len(logs),
+    return {"variant": variant, "base": base, "ratio": point, "ci95": [float(low), float(high)], "rows": len(logs),
             "rows_below_1": int(below), "rows_above_1": int(above), "reps": reps, "seed": seed}

@@ -608,8 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(summary[name]["counts"].items()))
         missing = summary[name]["not_met_or_no_result"]
         print(f"{label}: {counts}" + (f"; not met or no result: {', '.join(missing)}" if missing else ""))
-    for variant in ("asafe", CONTROL):
-        pooled = pooled_speedup(all_results, variant)
+    for variant, base in (("asafe", "dask"), (CONTROL, "dask"), ("asafe", CONTROL)):
+        pooled = pooled_speedup(all_results, variant, base=base)
         if pooled:
             print(pooled_line(pooled))
     for pair, why in summary["failed"].items():
@@ -620,12 +620,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def pooled_line(pooled: Mapping[str, Any]) -> str:
     """:func:`pooled_speedup`'s result as one line of text.
 
-    >>> pooled_line({"variant": "asafe", "ratio": 0.99, "ci95": [0.98, 1.0], "rows": 52, "rows_below_1": 3,
-    ...              "rows_above_1": 1})
+    >>> pooled_line({"variant": "asafe", "base": "dask", "ratio": 0.99, "ci95": [0.98, 1.0], "rows": 52,
+    ...              "rows_below_1": 3, "rows_above_1": 1})
     'pooled asafe: 0.990x [0.980, 1.000] plain Dask (geometric mean of 52 rows; intervals wholly below 1: 3, wholly above: 1)'
     """
     low, high = pooled["ci95"]
-    return (f"pooled {pooled['variant']}: {pooled['ratio']:.3f}x [{low:.3f}, {high:.3f}] plain Dask (geometric mean "
+    base = "plain Dask" if pooled.get("base", "dask") == "dask" else pooled["base"]
+    return (f"pooled {pooled['variant']}: {pooled['ratio']:.3f}x [{low:.3f}, {high:.3f}] {base} (geometric mean "
             f"of {pooled['rows']} rows; intervals wholly below 1: {pooled['rows_below_1']}, wholly above: "
             f"{pooled['rows_above_1']})")
 

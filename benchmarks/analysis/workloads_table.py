@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks._workloads_cluster import CONTROL
 from benchmarks._workloads_targets import TARGET_B_SPEEDUP, pooled_speedup
 from benchmarks.workloads import pooled_line
 
@@ -76,8 +77,11 @@ def table(folder: Path, link: str) -> str:
               f"{', '.join(below) or 'none'}; (b) not met where no static codec reaches {TARGET_B_SPEEDUP}x either: "
               f"{', '.join(unreachable) or 'none'}", ""]
     variants = sorted({s["variant"] for r in results for s in r.get("samples", ())} - {"dask"})
-    for variant in variants:
-        pooled = pooled_speedup(results, variant)
+    pairs = [(variant, "dask") for variant in variants]
+    if CONTROL in variants and "asafe" in variants:
+        pairs.append(("asafe", CONTROL))  # against plain Dask's other half of an A/A run
+    for variant, base in pairs:
+        pooled = pooled_speedup(results, variant, base=base)
         if pooled:
             lines += [pooled_line(pooled), ""]
     return "\n".join(lines)
