@@ -227,8 +227,7 @@ def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe",
     logs = []
     below = above = 0
     for result in results:
-        old = {s["round"]: s["seconds"] for s in result.get("samples", ()) if s["variant"] == base}
-        new = {s["round"]: s["seconds"] for s in result.get("samples", ()) if s["variant"] == variant}
+        old, new = _by_round(result, base), _by_round(result, variant)
         rounds = sorted(set(old) & set(new))
         if len(rounds) < 2:
             continue
@@ -247,3 +246,14 @@ def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe",
     low, high = np.exp(np.percentile(total / len(logs), [2.5, 97.5]))
     return {"variant": variant, "base": base, "ratio": point, "ci95": [float(low), float(high)], "rows": len(logs),
             "rows_below_1": int(below), "rows_above_1": int(above), "reps": reps, "seed": seed}
+
+
+def _by_round(result: Mapping[str, Any], variant: str) -> dict[int, float]:
+    """``variant``'s seconds by round (a sample without one counts by its place among the variant's samples).
+
+    >>> _by_round({"samples": [{"variant": "a", "seconds": 2.0}, {"variant": "b", "seconds": 1.0},
+    ...                        {"variant": "a", "seconds": 3.0}]}, "a")
+    {0: 2.0, 1: 3.0}
+    """
+    samples = [s for s in result.get("samples", ()) if s["variant"] == variant]
+    return {s.get("round", i): s["seconds"] for i, s in enumerate(samples)}
