@@ -232,10 +232,10 @@ def pooled_speedup(results: Sequence[Mapping[str, Any]], variant: str = "asafe",
         if len(rounds) < 2:
             continue
         logs.append(np.log([old[i] / new[i] for i in rounds]))
-        ratio = stats.paired_ratio_ci([old[i] for i in rounds], [new[i] for i in rounds])
-        if ratio.exact:
-            below += ratio.ci[1] < 1.0
-            above += ratio.ci[0] > 1.0
+        ratio = _paired([old[i] for i in rounds], [new[i] for i in rounds])  # the row's own verdict interval
+        if ratio["exact"]:
+            below += ratio["ci95"][1] < 1.0
+            above += ratio["ci95"][0] > 1.0
     if not logs:
         return None
     rng = np.random.default_rng(seed)
