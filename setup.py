@@ -9,6 +9,10 @@ local schedulers. It is optional: where no C compiler is found the build goes on
 without it and ``asafe.schedulers.local`` uses its pure-Python hooks (the same events, a
 higher cost per task).
 
+``asafe.core._typewalk`` (``asafe/core/_typewalk.c``) is the walk that finds a task's typed callable, which
+the distributed scheduler makes for every task it counts. Optional in the same way: without it
+:func:`asafe.core.types.resolve_type` walks in Python (the same result, 3-6 us a task more).
+
 ``asafe.schedulers._zeros`` (``asafe/schedulers/_zeros.c``) is the wire codec's zero elision,
 compiled. Optional in the same way: without it :mod:`asafe.schedulers.wire` elides with numpy
 (the same frames, 1.1-2x slower on fresh memory, about 1.5x on reused memory).
@@ -76,7 +80,8 @@ setup(
     package_dir={"asafe": "asafe", "asafe.compression": "compression"},
     package_data={"asafe": ["asafe.yaml"]},
     ext_modules=[Extension("asafe.schedulers._hotpath", ["asafe/schedulers/_hotpath.c"], optional=True),
-                 Extension("asafe.schedulers._zeros", ["asafe/schedulers/_zeros.c"], optional=True)],
+                 Extension("asafe.schedulers._zeros", ["asafe/schedulers/_zeros.c"], optional=True),
+                 Extension("asafe.core._typewalk", ["asafe/core/_typewalk.c"], optional=True)],
     install_requires=install_requires,
     extras_require=extras_require,
     # the asafe command, and `dask asafe ...` through Dask's CLI (dask/cli.py loads the dask_cli group)

@@ -45,7 +45,7 @@ if str(ROOT) not in sys.path:
 def _compiled(module, name):
     """``module`` if it was built, else a skip (a failure under ``ASAFE_TEST_REQUIRE_COMPILED=1``)."""
     if module is None:
-        message = f"asafe.schedulers.{name} was not built (no C compiler at install time?)"
+        message = f"{name if '.' in name else 'asafe.schedulers.' + name} was not built (no C compiler at install time?)"
         if os.environ.get("ASAFE_TEST_REQUIRE_COMPILED") == "1":
             pytest.fail(message + "; ASAFE_TEST_REQUIRE_COMPILED=1 requires it")
         pytest.skip(message)
@@ -70,6 +70,14 @@ def zeros_compiled():
     from asafe.schedulers import wire
 
     return _compiled(wire._zeros_c, "_zeros")
+
+
+@pytest.fixture(scope="session")
+def typewalk():
+    """``asafe.core._typewalk``, the compiled type walk: skipped where it was not built (as :func:`hotpath`)."""
+    from asafe.core import types
+
+    return _compiled(types._typewalk, "asafe.core._typewalk")
 
 
 @pytest.fixture
