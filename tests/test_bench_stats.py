@@ -331,3 +331,22 @@ def test_balanced_orders_put_every_variant_everywhere_and_after_every_other_equa
         assert len(after) == n * (n - 1)  # every variant right after every other one ...
         assert set(after.values()) == {cycle // n}  # ... equally often
     assert balanced_orders(names, cycle + 3)[cycle:] == [orders[i % cycle] for i in range(3)]  # the orders again
+    first_n = Counter((i, name) for order in orders[:n] for i, name in enumerate(order))
+    assert set(first_n.values()) == {1}  # n rounds: every variant at every position once
+    if n > 2:  # across the boundaries between rounds, the cycle's last before its first included
+        boundaries = [(orders[r - 1][-1], orders[r][0]) for r in range(cycle)]
+        assert all(a != b for a, b in boundaries)  # no variant twice in a row
+        assert len(set(boundaries)) == len(boundaries)  # no pair of variants at two boundaries
+
+
+def test_three_variants_get_every_predecessor_equally_across_rounds():
+    """The A/A control's case: over 6 rounds run back to back, every variant follows every other exactly
+    three times (twice inside rounds, once across), and none follows itself."""
+    from collections import Counter
+
+    from asafe.app.stats import balanced_orders
+
+    sequence = [name for order in balanced_orders(["dask", "dask-control", "asafe"], 6) * 2 for name in order]
+    after = Counter(zip(sequence, sequence[1:]))
+    assert all(a != b for a, b in after)
+    assert Counter(after.values()) == {6: 5, 5: 1}  # two cycles: 6 each, but the pair that closes the second cycle

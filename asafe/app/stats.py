@@ -741,10 +741,26 @@ def balanced_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
     often (once; twice for an odd n). Rounds beyond cycle through the orders
     again; fewer rounds get the first ones, as balanced as their number allows.
 
+    The rounds run back to back, so the last variant of a round also runs
+    right before the first of the next. For three or more variants the orders
+    of a cycle are arranged (:func:`_chained`) so that no variant runs twice in
+    a row across two rounds and no two of those boundaries pair the same two
+    variants in the same order (the cycle's last round before its first
+    included, as the cycle repeats); the first n orders stay the rotations, so
+    that n rounds still put every variant at every position once. Three
+    variants then follow each other exactly three times each per cycle,
+    boundaries included. Without it they ran 0 1 2, 1 2 0, 2 0 1, 2 1 0, 0 2 1,
+    1 0 2: variants 0 and 1 each ran twice in a row, 2 never (a likely reason
+    why the workloads suite's A/A control read about 1% below plain Dask,
+    docs/results/workloads/10gbit-aa-s31/). Two variants alternate, and each
+    runs twice in a row equally often.
+
     Examples
     --------
     >>> balanced_orders(["a", "b", "c", "d"], 4)
     [['a', 'b', 'd', 'c'], ['b', 'c', 'a', 'd'], ['c', 'd', 'b', 'a'], ['d', 'a', 'c', 'b']]
+    >>> balanced_orders(["a", "b", "c"], 6)
+    [['a', 'b', 'c'], ['b', 'c', 'a'], ['c', 'a', 'b'], ['c', 'b', 'a'], ['b', 'a', 'c'], ['a', 'c', 'b']]
     >>> balanced_orders(["a", "b"], 3)
     [['a', 'b'], ['b', 'a'], ['a', 'b']]
     """
@@ -759,7 +775,63 @@ def balanced_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
             high -= 1
         else:
             low += 1
-    orders = [[(i + shift) % n for i in first] for shift in range(n)]
-    if n % 2:
-        orders += [order[::-1] for order in orders]
+    rotations = [[(i + shift) % n for i in first] for shift in range(n)]
+    groups = [rotations, [order[::-1] for order in rotations]] if n % 2 else [rotations]
+    orders = _chained(groups) if n > 2 else None
+    if orders is None:
+        orders = [order for group in groups for order in group]
     return [[names[i] for i in orders[r % len(orders)]] for r in range(rounds)]
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+def _chained(groups: list[list[list[int]]], steps: int = 20_000) -> list[list[int]] | None:
+    """``groups``' orders, group by group, each group's in an order that chains the rounds.
+
+    The first order stays first; consecutive orders (and the last before the
+    first) never have the same variant on either side of their boundary, and
+    no two boundaries pair the same two variants in the same order. A
+    depth-first search in the orders' own order, bounded by ``steps``; None
+    where it finds no such arrangement (two variants: each boundary repeats
+    one), and the caller keeps the orders as they are.
+    """
+    sizes = [len(group) for group in groups]
+    total = sum(sizes)
+    chain, pairs, used = [groups[0][0]], set(), {(0, 0)}
+    count = [0]
+
+    def group_at(position: int) -> int:
+        for index, size in enumerate(sizes):
+            if position < size:
+                return index
+            position -= size
+        raise IndexError(position)
+
+    def extend() -> bool:
+        count[0] += 1
+        if count[0] > steps:
+            raise _OutOfSteps
+        if len(chain) == total:
+            wrap = (chain[-1][-1], chain[0][0])
+            return wrap[0] != wrap[1] and wrap not in pairs
+        g = group_at(len(chain))
+        for j, order in enumerate(groups[g]):
+            pair = (chain[-1][-1], order[0])
+            if (g, j) in used or pair[0] == pair[1] or pair in pairs:
+                continue
+            chain.append(order)
+            pairs.add(pair)
+            used.add((g, j))
+            if extend():
+                return True
+            chain.pop()
+            pairs.discard(pair)
+            used.discard((g, j))
+        return False
+
+    try:
+        return chain if extend() else None
+    except _OutOfSteps:
+        return None
