@@ -69,8 +69,10 @@ loop, the offload thread that deserializes graphs, the garbage collector).
   toggles, the worker plugin's ``receipts``), p50/p95/p99/max over every
   (transition, worker) pair.
 
-Results go to ``OUT/scheduler/scheduler-<N>w-<processes|inprocess>.json`` with
-the environment (load average at the start and at the end, link, packages).
+Results go to ``OUT/scheduler/scheduler-<N>w-<processes|inprocess>.json``
+(``-2``, ``-3``, ... before ``.json`` rather than over the file of an earlier
+run: :func:`result_path`) with the environment (load average at the start and
+at the end, link, packages).
 The issue's targets are printed next to each ratio; a verdict is ``met`` only
 when the whole interval clears the target. ``--quick`` runs 2,000 tasks, 2
 rounds and 20 small graphs: a check of the harness, not a result.
@@ -683,10 +685,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     data["environment"]["load_average_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     data["targets"] = TARGETS
     results.dir.mkdir(parents=True, exist_ok=True)
-    path = results.dir / f"scheduler-{label}.json"
+    path = result_path(results.dir, label)
     path.write_text(json.dumps(harness.to_jsonable(data), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     print(f"results: {path}")
     return 0
+
+
+def result_path(directory: Path, label: str) -> Path:
+    """Where a run's results go: ``scheduler-<label>.json``, never over an earlier run's file.
+
+    A file of that name already there (an earlier run with the same ``--out``:
+    another graph, ``--push-only``) is kept, and this run's gets the next number.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> result_path(folder, "2w-processes").name
+    'scheduler-2w-processes.json'
+    >>> _ = (folder / "scheduler-2w-processes.json").write_text("{}")
+    >>> result_path(folder, "2w-processes").name
+    'scheduler-2w-processes-2.json'
+    """
+    path, number = directory / f"scheduler-{label}.json", 2
+    while path.exists():
+        path, number = directory / f"scheduler-{label}-{number}.json", number + 1
+    return path
 
 
 if __name__ == "__main__":  # pragma: no cover

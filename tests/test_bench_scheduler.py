@@ -106,3 +106,21 @@ def test_push_only_runs_no_graph_and_refuses_one(tmp_path, capsys):
     with pytest.raises(SystemExit):
         scheduler.main(["--push-only", "--graph", "fan-in"])
     assert "--push-only runs no graphs" in capsys.readouterr().err
+
+
+def test_doctests_of_the_scheduler_suite():
+    import doctest
+
+    failures, _ = doctest.testmod(scheduler, optionflags=doctest.ELLIPSIS)
+    assert failures == 0
+
+
+def test_a_run_never_writes_over_an_earlier_runs_results(tmp_path):
+    folder = tmp_path / "scheduler"
+    folder.mkdir()
+    names = []
+    for _ in range(3):
+        path = scheduler.result_path(folder, "2w-processes")
+        path.write_text("{}")
+        names.append(path.name)
+    assert names == ["scheduler-2w-processes.json", "scheduler-2w-processes-2.json", "scheduler-2w-processes-3.json"]

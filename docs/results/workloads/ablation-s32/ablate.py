@@ -56,4 +56,4 @@ if __name__ == "__main__":
                 lo, hi = ratios[len(ratios)//10], ratios[-1 - len(ratios)//10]
                 print(f"{name:10s} {kind:7s} {v:9s} median {statistics.median(secs[v]):.4f} s  speedup vs {variants[0]} median {statistics.median(ratios):.3f}  [{lo:.3f}, {hi:.3f}] (10-90%)  gmean {statistics.geometric_mean(ratios):.3f}", flush=True)
             del inputs
-    json.dump({"variants": variants, "kind": kind, "rounds": rounds, "secs": out}, open(sys.argv[5] if len(sys.argv) > 5 else "/work/scratch/s32/ablate.json", "w"))
+    json.dump({"variants": variants, "kind": kind, "rounds": rounds, "secs": out}, open(sys.argv[5] if len(sys.argv) > 5 else "ablate.json", "w"))
