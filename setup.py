@@ -11,7 +11,7 @@ higher cost per task).
 
 ``asafe.core._typewalk`` (``asafe/core/_typewalk.c``) is the walk that finds a task's typed callable, which
 the distributed scheduler makes for every task it counts. Optional in the same way: without it
-:func:`asafe.core.types.resolve_type` walks in Python (the same result, 3-6 us a task more).
+:func:`asafe.core.types.resolve_type` walks in Python (the same result, 2.5-3x the time a task).
 
 ``asafe.schedulers._zeros`` (``asafe/schedulers/_zeros.c``) is the wire codec's zero elision,
 compiled. Optional in the same way: without it :mod:`asafe.schedulers.wire` elides with numpy

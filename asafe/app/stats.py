@@ -750,9 +750,10 @@ def balanced_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
     that n rounds still put every variant at every position once. Three
     variants then follow each other exactly three times each per cycle,
     boundaries included. Without it they ran 0 1 2, 1 2 0, 2 0 1, 2 1 0, 0 2 1,
-    1 0 2: variants 0 and 1 each ran twice in a row, 2 never (a likely reason
-    why the workloads suite's A/A control read about 1% below plain Dask,
-    docs/results/workloads/10gbit-aa-s31/). Two variants alternate, and each
+    1 0 2: variants 0 and 1 each ran twice in a row, 2 never, and the
+    workloads suite's A/A control read about 1% below plain Dask; with the
+    rounds chained it read 0.996x, no row off 1
+    (docs/results/workloads/loopback-aa-s32/). Two variants alternate, and each
     runs twice in a row equally often.
 
     Examples
@@ -784,7 +785,7 @@ def balanced_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
 
 
 class _OutOfSteps(Exception):
-    pass
+    """:func:`_chained`'s search ran out of steps."""
 
 
 def _chained(groups: list[list[list[int]]], steps: int = 20_000) -> list[list[int]] | None:
@@ -800,7 +801,7 @@ def _chained(groups: list[list[list[int]]], steps: int = 20_000) -> list[list[in
     sizes = [len(group) for group in groups]
     total = sum(sizes)
     chain, pairs, used = [groups[0][0]], set(), {(0, 0)}
-    count = [0]
+    visited = 0
 
     def group_at(position: int) -> int:
         for index, size in enumerate(sizes):
@@ -810,8 +811,9 @@ def _chained(groups: list[list[list[int]]], steps: int = 20_000) -> list[list[in
         raise IndexError(position)
 
     def extend() -> bool:
-        count[0] += 1
-        if count[0] > steps:
+        nonlocal visited
+        visited += 1
+        if visited > steps:
             raise _OutOfSteps
         if len(chain) == total:
             wrap = (chain[-1][-1], chain[0][0])

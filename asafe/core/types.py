@@ -231,7 +231,8 @@ except ImportError:  # not built (no C compiler at install): the functions above
     _typewalk = None
 
 #: What :func:`resolve_type` walks a task with: the compiled :func:`type_of_task` where it was built
-#: (the scheduler resolves every task's type, 3-6 us a task in Python), else the function above.
+#: (the scheduler resolves every task's type: 1.0-3.4 us a task in Python alone, 0.4-1.1 compiled), else the
+#: function above.
 _walk = _typewalk.type_of_task if _typewalk is not None else type_of_task
 
 
