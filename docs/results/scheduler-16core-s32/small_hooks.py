@@ -1,6 +1,6 @@
 """Thread cpu of the scheduler plugin's hooks per small graph (benchmarks.cluster.tree_graph of 10 tasks), by hook,
 and of runtime.evaluate inside them; 300 graphs after 20 warm ones."""
-import sys, time, statistics, itertools
+import sys, time, itertools
 sys.path.insert(0, ".")
 import asafe
 from distributed import Client, LocalCluster

@@ -1,12 +1,12 @@
 """Where asafe's wall-time cost is: plain Dask, asafe, asafe with its scheduler hooks made no-ops, with its
 worker plugin's transition off; balanced rounds, the suite's own sample (_run_once), same cluster."""
-import sys, time, json, os, statistics
+import sys, json, statistics
 sys.path.insert(0, ".")
 import asafe
 from distributed import Client, LocalCluster
 from benchmarks._workloads_defs import WORKLOADS, Spec
 from benchmarks import workloads as wl_module
-from benchmarks._workloads_cluster import _run_once, _holders, _keys_of, _install
+from benchmarks._workloads_cluster import _run_once, _holders, _keys_of
 from asafe.app import stats
 import cloudpickle
 cloudpickle.register_pickle_by_value(wl_module)

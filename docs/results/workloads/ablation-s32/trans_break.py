@@ -1,5 +1,5 @@
 """Scheduler plugin transition cost by (start, finish), thread cpu, suite workloads."""
-import sys, time, statistics
+import sys, time
 import asafe
 from distributed import Client, LocalCluster, wait
 sys.path.insert(0, ".")
