@@ -80,6 +80,14 @@ def typewalk():
     return _compiled(types._typewalk, "asafe.core._typewalk")
 
 
+@pytest.fixture(scope="session")
+def taskpath():
+    """``asafe.schedulers._taskpath``, the scheduler plugin's compiled per-task path: skipped where it was not built."""
+    from asafe.schedulers import scheduler_plugin
+
+    return _compiled(scheduler_plugin._taskpath, "_taskpath")
+
+
 @pytest.fixture
 def namespaces():
     """Skips where no shaped link can be made (a network namespace with tc on its loopback).

@@ -263,12 +263,7 @@ class TransferForecast:
         """
         out = self._outputs.get(ts.key)
         if out is not None:
-            if worker is not None:
-                out.home = frozenset((worker,))
-            if logical is not None:
-                out.nbytes = float(logical)
-                if out.edges or out.forecast:
-                    self._refine(out)
+            self._produced(out, worker, logical)
         if logical is not None and logical >= 0:
             _learn(self.output_bytes, ts.prefix.name, float(logical))
         if ts.dependencies:
@@ -359,6 +354,15 @@ class TransferForecast:
                 self._unplan(edge[1])
             if learn and out.home is not None and worker is not None:
                 _learn(shipped, out.prefix, float(worker not in out.home))
+
+    def _produced(self, out: _Output, worker: str | None, logical: float | None) -> None:
+        # the output exists, on ``worker``, of ``logical`` bytes
+        if worker is not None:
+            out.home = frozenset((worker,))
+        if logical is not None:
+            out.nbytes = float(logical)
+            if out.edges or out.forecast:
+                self._refine(out)
 
     def _refine(self, out: _Output) -> None:
         # the output exists: its size is known, and so is where it is (an edge

@@ -32,6 +32,7 @@ from ..core import validate
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.tracker import EventBatch
+from ..core import types
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
@@ -41,6 +42,11 @@ from ..core.signals import local_host_names
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, logical_size, plugin_settings,
                        uncompressed_seconds)
+
+try:  # the compiled per-task path (asafe/schedulers/_taskpath.c), optional: this module is its reference
+    from . import _taskpath
+except ImportError:  # pragma: no cover - where no C compiler was found at install
+    _taskpath = None
 
 if TYPE_CHECKING:
     from distributed.scheduler import TaskState
@@ -208,6 +214,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._events = EventBatch(self.tracker)  # the tracker's events, tallied; a feed from its first event on
         self.default_type = self.runtime.default_type
         self._scheduled: dict[Any, Scheduled] = {}  # key -> the task's group, from ready (or the next wave) on
+        self._path: Any = None  # the compiled per-task path while attached (_compile_path), else None
         self._priors: dict[str, float | None] = {}  # prefix -> learned_duration, read since the latest graph
         self.reuse = DeclaredReuse(window=self.tracker.window)  # the mode's "reuse" signal
         self.runnable = threads.RunnableCount(self._total_threads)  # the mode's "runnable_per_core" signal
@@ -291,6 +298,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # ---
         self._detach_signals.append(stealing.attach(self))  # work-stealing: restores stealing on detach
         self._attached = True
+        self._compile_path()
         from tornado.ioloop import PeriodicCallback
 
         self._ticker = PeriodicCallback(self._tick, _TICK_MS)
@@ -308,6 +316,27 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 comm=None, plugin=dumps(AdaptiveWorkerPlugin(token=self.token)), name=NAME, idempotent=False
             )
 
+    def _compile_path(self) -> None:
+        # The transition hook in C where built (asafe/schedulers/_taskpath.c: the
+        # same statements as transition and the methods it calls, a method
+        # patched on the instance honoured). A subclass keeps the Python path,
+        # which it may override; so does a scheduler whose tasks are not a dict.
+        if _taskpath is None or type(self) is not AdaptiveSchedulerPlugin:
+            return
+        try:
+            path = _taskpath.TaskPath(self, Scheduled, types._walk)
+        except (TypeError, AttributeError) as exc:
+            count_fallback(self, "compiled-path", f"the compiled per-task path is not used ({exc}); the "
+                           "transition hook runs in Python")
+            return
+        self._path = path
+        self.transition = path.transition  # type: ignore[method-assign]
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the transition hook runs the compiled per-task path (see :meth:`_compile_path`)."""
+        return self._path is not None
+
     async def close(self) -> None:
         """The scheduler is closing: stop pushing."""
         self.detach()
@@ -317,6 +346,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if not self._attached:
             return
         self._attached = False
+        self.__dict__.pop("transition", None)  # the compiled path holds the plugin: let both go
+        self._path = None
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -379,18 +410,21 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if not new:
                 return
             self._priors.clear()  # what the scheduler learned since the last graph
+            path = self._path  # the compiled twins of forecast.submitted, _enter and _join_wave, where compiled
             if self.expected_transfers:
-                self.forecast.submitted(new)
+                (path.submitted if path is not None else self.forecast.submitted)(new)
                 self.p2p.submitted(new)
+            enter = path.enter if path is not None else self._enter
             waiting = []
             for ts in new:
                 if all(dts.state == "memory" for dts in ts.dependencies):
-                    self._enter(ts.key)
+                    enter(ts.key)
                 else:
                     waiting.append(ts)
             if self.next_wave:
+                join_wave = path.join_wave if path is not None else self._join_wave
                 for ts in waiting:  # the dependents of tasks of earlier graphs still running
-                    self._join_wave(ts)
+                    join_wave(ts)
             self.runtime.evaluate(arrival=True)
             if not self.link.known and (self.forecast.planned > 0 or self.p2p.pending):
                 self._probe_soon()  # this graph moves data over a link nothing has measured yet
@@ -616,9 +650,12 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             nbytes = kwargs.get("nbytes")
             logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None)
             self.forecast.finished(ts, kwargs.get("worker"), logical)
-        share = rest = 0.0
         if transfers and ts is not None:
-            share, rest = self._transfer_seconds(ts, transfers)
+            self._charge_transfers(ts, prefix, transfers)
+
+    def _charge_transfers(self, ts: "TaskState", prefix: str, transfers: list) -> None:
+        """Learn a finished task's measured transfers (its ``startstops`` of action "transfer")."""
+        share, rest = self._transfer_seconds(ts, transfers)
         if share > 0:
             # This task's share of the batches is learned as its transfer duration;
             # the rest of the batches' time (the siblings' shares) is measured work
