@@ -241,6 +241,7 @@ def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
             "link_capacity": plugin.link.capacity,
             "transfer_correction": plugin.transfer_correction,
             "expected_transfers": plugin.expected_transfers,
+            "compiled": getattr(plugin, "compiled", False),  # the per-task path in C (asafe.schedulers._taskpath)
             "transfers": dict(plugin.transfer_stats),
             "forecast": {"planned_seconds": plugin.forecast.planned, "outputs": len(plugin.forecast),
                          "output_bytes": dict(plugin.forecast.output_bytes),

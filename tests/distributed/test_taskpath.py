@@ -315,3 +315,12 @@ def test_without_the_compiled_module_the_hook_runs_in_python():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "compiled False errors {}" in result.stdout
+
+
+def test_an_installation_runs_and_reports_the_compiled_path(client, taskpath):
+    handle = asafe.install(client)
+    try:
+        assert client.submit(_inc, 1).result() == 2
+        assert handle.info("plugin")["plugin"]["compiled"] is True
+    finally:
+        handle.uninstall()
