@@ -142,6 +142,19 @@ patched(TaskPath *self, PyObject *name)
     return PyDict_GetItemWithError(self->pdict, name);
 }
 
+/* Call a method set on the plugin instance (a patch) with one argument, if there is one: 1 (no patch: the twin
+ * runs), 0 (the patch ran), -1 (an error). */
+static int
+run_patch(TaskPath *self, PyObject *name, PyObject *arg)
+{
+    PyObject *patch = patched(self, name);
+    if (patch == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    PyObject *result = PyObject_CallOneArg(patch, arg);
+    Py_XDECREF(result);
+    return result ? 0 : -1;
+}
+
 /* Call plugin.<name>(*args): its instance attribute or the class's method. Returns a new reference. */
 static PyObject *
 call_plugin(TaskPath *self, PyObject *name, PyObject *const *args, size_t nargs)
@@ -1281,14 +1294,9 @@ done:
 static int
 join_wave(TaskPath *self, PyObject *ts)
 {
-    PyObject *patch = patched(self, s_join_wave);
-    if (patch != NULL || PyErr_Occurred()) {
-        if (patch == NULL)
-            return -1;
-        PyObject *result = PyObject_CallOneArg(patch, ts);
-        Py_XDECREF(result);
-        return result ? 0 : -1;
-    }
+    int twin = run_patch(self, s_join_wave, ts);
+    if (twin <= 0)
+        return twin;
     int status = -1;
     PyObject *key = NULL, *run_spec = NULL, *state = NULL, *dependencies = NULL, *iterator = NULL, *dts = NULL;
     if ((key = PyObject_GetAttr(ts, s_key)) == NULL)
@@ -1374,14 +1382,9 @@ done:
 static int
 became_ready(TaskPath *self, PyObject *ts)
 {
-    PyObject *patch = patched(self, s_became_ready);
-    if (patch != NULL || PyErr_Occurred()) {
-        if (patch == NULL)
-            return -1;
-        PyObject *result = PyObject_CallOneArg(patch, ts);
-        Py_XDECREF(result);
-        return result ? 0 : -1;
-    }
+    int twin = run_patch(self, s_became_ready, ts);
+    if (twin <= 0)
+        return twin;
     int wave = ptrue(self, s_next_wave);
     if (wave <= 0)
         return wave;
@@ -1584,14 +1587,9 @@ done:
 static int
 maybe_evaluate(TaskPath *self, PyObject *now)
 {
-    PyObject *patch = patched(self, s_maybe_evaluate);
-    if (patch != NULL || PyErr_Occurred()) {
-        if (patch == NULL)
-            return -1;
-        PyObject *result = PyObject_CallOneArg(patch, now);
-        Py_XDECREF(result);
-        return result ? 0 : -1;
-    }
+    int twin = run_patch(self, s_maybe_evaluate, now);
+    if (twin <= 0)
+        return twin;
     PyObject *next = pget(self, s_next_evaluation);
     if (next == NULL)
         return -1;

@@ -24,14 +24,12 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, wait
+from distributed import wait
 
 import asafe
 from asafe.core.tracker import EventBatch
 from asafe.schedulers.forecast import PrefixMemory
 from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
-
-from .conftest import make_cluster
 
 
 def _state(plugin):
@@ -97,19 +95,6 @@ def _twins():
                                         signals=False)
         plugins.append(AdaptiveSchedulerPlugin(runtime, evaluate_interval=1e9))
     return plugins
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with make_cluster() as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    with Client(cluster) as client:
-        client.wait_for_workers(2)
-        yield client
 
 
 class _Lockstep:
@@ -324,3 +309,30 @@ def test_an_installation_runs_and_reports_the_compiled_path(client, taskpath):
         assert handle.info("plugin")["plugin"]["compiled"] is True
     finally:
         handle.uninstall()
+
+
+def test_a_method_patched_on_the_plugin_runs_instead_of_its_twin(cluster, client, taskpath):
+    plugin = _twins()[0]
+    ready, evaluations, waves = [], [], []
+    plugin._became_ready = lambda ts: ready.append(ts.key)
+    plugin._maybe_evaluate = lambda now=None: evaluations.append(now)
+    plugin._join_wave = lambda ts: waves.append(ts.key)
+
+    async def start():
+        _attach(plugin, cluster.scheduler, compiled=True)
+        cluster.scheduler.add_plugin(plugin, name="asafe-twin-patched")
+
+    async def stop():
+        cluster.scheduler.remove_plugin(name="asafe-twin-patched")
+        plugin.detach()
+
+    client.sync(start)
+    try:
+        assert plugin.compiled
+        first = client.map(_inc, range(4))
+        assert client.gather(client.map(_inc, first)) == [2, 3, 4, 5]
+        del first
+    finally:
+        client.sync(stop)
+    assert ready and evaluations and all(isinstance(now, float) for now in evaluations)
+    assert waves  # update_graph's next wave goes through the patch too
