@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from ..core import validate
+from ..core import types, validate
 from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.tracker import EventBatch
-from ..core import types
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
 from .bandwidth import LinkEstimate, configured_bandwidth, probe
