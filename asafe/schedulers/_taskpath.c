@@ -135,6 +135,18 @@ ptrue(TaskPath *self, PyObject *name)
     return truth;
 }
 
+/* bool(obj.<name>): 1, 0, or -1 on error. */
+static int
+attr_true(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
 /* A method set on the plugin instance (a patch), borrowed, or NULL (none; an error only if PyErr_Occurred). */
 static PyObject *
 patched(TaskPath *self, PyObject *name)
@@ -378,11 +390,7 @@ static int
 p2p_active_at(PyObject *p2p, PyObject *now)
 {
     if (Py_IS_TYPE(p2p, p2p_type)) {
-        PyObject *planned = PyObject_GetAttr(p2p, s_planned);
-        if (planned == NULL)
-            return -1;
-        int pending = PyObject_IsTrue(planned);
-        Py_DECREF(planned);
+        int pending = attr_true(p2p, s_planned);
         if (pending != 0)
             return pending;
         PyObject *recent = PyObject_GetAttr(p2p, s_recent);
@@ -512,9 +520,7 @@ served(PyObject *forecast, PyObject *outputs, PyObject *ts, PyObject *dependenci
                 goto done;
         }
         if (edge != NULL) {
-            PyObject *active = PyObject_GetAttr(out, s_active);
-            int is_active = active ? PyObject_IsTrue(active) : -1;
-            Py_XDECREF(active);
+            int is_active = attr_true(out, s_active);
             if (is_active < 0)
                 goto done;
             if (is_active) {
@@ -637,9 +643,7 @@ forecast_released(PyObject *forecast, PyObject *key)
         return PyErr_Occurred() ? -1 : 0;
     int status = -1;
     PyObject *edges = NULL, *planned_forecast = NULL;
-    PyObject *active = PyObject_GetAttr(out, s_active);
-    int is_active = active ? PyObject_IsTrue(active) : -1;
-    Py_XDECREF(active);
+    int is_active = attr_true(out, s_active);
     if (is_active <= 0) {
         status = is_active;
         goto done;
@@ -691,9 +695,7 @@ forecast_activate(PyObject *forecast, PyObject *ts)
     if (out == NULL) {
         if (PyErr_Occurred())
             goto done;
-        PyObject *dependents = PyObject_GetAttr(ts, s_dependents);
-        int consumed = dependents ? PyObject_IsTrue(dependents) : -1;
-        Py_XDECREF(dependents);
+        int consumed = attr_true(ts, s_dependents);
         if (consumed != 0) /* its consumers are known and plan nothing from it */
             status = consumed < 0 ? -1 : 0;
         else
@@ -701,9 +703,7 @@ forecast_activate(PyObject *forecast, PyObject *ts)
         goto done;
     }
     Py_INCREF(out);
-    PyObject *active = PyObject_GetAttr(out, s_active);
-    int is_active = active ? PyObject_IsTrue(active) : -1;
-    Py_XDECREF(active);
+    int is_active = attr_true(out, s_active);
     if (is_active != 0) {
         status = is_active < 0 ? -1 : 0;
         goto done;
@@ -760,9 +760,7 @@ refine(PyObject *forecast, PyObject *out, PyObject *home, PyObject *nbytes)
     if ((bandwidth = call_method(forecast, s_bandwidth_now, NULL, 0, NULL)) == NULL ||
         (edges = PyObject_GetAttr(out, s_edges)) == NULL)
         goto done;
-    PyObject *active = PyObject_GetAttr(out, s_active);
-    int is_active = active ? PyObject_IsTrue(active) : -1;
-    Py_XDECREF(active);
+    int is_active = attr_true(out, s_active);
     if (is_active < 0)
         goto done;
     if (!PyDict_CheckExact(edges)) {
@@ -952,9 +950,7 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
         status = none < 0 ? -1 : 0;
         goto done;
     }
-    PyObject *history = PyObject_GetAttr(out, s_forecast);
-    int replaced = history ? PyObject_IsTrue(history) : -1;
-    Py_XDECREF(history);
+    int replaced = attr_true(out, s_forecast);
     if (replaced < 0)
         goto done;
     if (replaced) { /* a real consumer replaces the prefix's history */
@@ -988,9 +984,7 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
     PyList_SET_ITEM(edge, 1, Py_NewRef(seconds));
     if (PyObject_SetItem(edges, where, edge) < 0)
         goto done;
-    PyObject *active = PyObject_GetAttr(out, s_active);
-    int is_active = active ? PyObject_IsTrue(active) : -1;
-    Py_XDECREF(active);
+    int is_active = attr_true(out, s_active);
     if (is_active < 0)
         goto done;
     if (is_active) {
@@ -1092,9 +1086,7 @@ forecast_submitted(PyObject *forecast, PyObject *tasks)
         if (some < 0)
             goto done;
         if (some) {
-            PyObject *restrictions = PyObject_GetAttr(ts, s_worker_restrictions);
-            int restricted = restrictions ? PyObject_IsTrue(restrictions) : -1;
-            Py_XDECREF(restrictions);
+            int restricted = attr_true(ts, s_worker_restrictions);
             if (restricted < 0)
                 goto done;
             dest = restricted ? PyObject_CallOneArg(pinned_of, ts) : Py_NewRef(Py_None);
@@ -1188,11 +1180,7 @@ prior_of(TaskPath *self, PyObject *prefix)
 static PyObject *
 type_of(TaskPath *self, PyObject *ts, PyObject *ready)
 {
-    PyObject *annotations = PyObject_GetAttr(ts, s_annotations);
-    if (annotations == NULL)
-        return NULL;
-    int annotated = PyObject_IsTrue(annotations);
-    Py_DECREF(annotations);
+    int annotated = attr_true(ts, s_annotations);
     if (annotated < 0)
         return NULL;
     if (annotated) {
@@ -1350,11 +1338,7 @@ join_wave(TaskPath *self, PyObject *ts)
                 status = PyErr_Occurred() ? -1 : 0;
                 goto done;
             }
-            PyObject *ready = PyObject_GetAttr(entry, s_ready);
-            if (ready == NULL)
-                goto done;
-            int is_ready = PyObject_IsTrue(ready);
-            Py_DECREF(ready);
+            int is_ready = attr_true(entry, s_ready);
             if (is_ready <= 0) {
                 status = is_ready;
                 goto done;
@@ -1441,11 +1425,7 @@ finish_task(TaskPath *self, PyObject *key, PyObject *entry, PyObject *const *arg
      * remembered (DeclaredReuse.finished's common path) */
     int remembered = 1;
     if (declared == Py_None) {
-        PyObject *recent = PyObject_GetAttr(self->reuse, s_recent_count);
-        if (recent == NULL)
-            goto done;
-        remembered = PyObject_IsTrue(recent);
-        Py_DECREF(recent);
+        remembered = attr_true(self->reuse, s_recent_count);
         if (remembered < 0)
             goto done;
     }
@@ -1538,11 +1518,7 @@ finish_task(TaskPath *self, PyObject *key, PyObject *entry, PyObject *const *arg
         goto done;
     if (ts != NULL) {
         /* p2p.pending: P2PTraffic's ``bool(self._planned)`` read here, another meter's property by lookup */
-        PyObject *pending = PyObject_GetAttr(self->p2p, Py_IS_TYPE(self->p2p, p2p_type) ? s_planned : s_pending);
-        if (pending == NULL)
-            goto done;
-        int is_pending = PyObject_IsTrue(pending);
-        Py_DECREF(pending);
+        int is_pending = attr_true(self->p2p, Py_IS_TYPE(self->p2p, p2p_type) ? s_planned : s_pending);
         if (is_pending < 0 || (is_pending && call_void(self->p2p, s_input_finished, &ts, 1, NULL) < 0))
             goto done;
         /* logical = sizes[0] if sizes else (nbytes if nbytes is not None and nbytes >= 0 else None) */
@@ -1632,11 +1608,7 @@ route(TaskPath *self, PyObject *key, PyObject *start, PyObject *finish, PyObject
             if (enter(self, key, Py_True) < 0)
                 goto done;
         } else {
-            PyObject *ready = PyObject_GetAttr(entry, s_ready);
-            if (ready == NULL)
-                goto done;
-            int is_ready = PyObject_IsTrue(ready);
-            Py_DECREF(ready);
+            int is_ready = attr_true(entry, s_ready);
             if (is_ready < 0)
                 goto done;
             if (!is_ready) { /* the next wave became ready: counted already */
@@ -1666,11 +1638,7 @@ route(TaskPath *self, PyObject *key, PyObject *start, PyObject *finish, PyObject
         }
         if (PyDict_DelItem(self->scheduled, key) < 0)
             goto done;
-        PyObject *ready = PyObject_GetAttr(entry, s_ready);
-        if (ready == NULL)
-            goto done;
-        int was_ready = PyObject_IsTrue(ready);
-        Py_DECREF(ready);
+        int was_ready = attr_true(entry, s_ready);
         if (was_ready < 0)
             goto done;
         if (was_ready) {
