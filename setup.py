@@ -15,7 +15,7 @@ the distributed scheduler makes for every task it counts. Optional in the same w
 
 ``asafe.schedulers._taskpath`` (``asafe/schedulers/_taskpath.c``) is the distributed scheduler plugin's
 per-task path (its ``transition`` hook and the parts it feeds for every task), compiled. Optional in the
-same way: without it the hook runs ``scheduler_plugin.py``'s Python methods (the same counts, about a
+same way: without it the hook runs ``scheduler_plugin.py``'s Python methods (the same counts, up to about a
 quarter more of the hooks' thread cpu on graphs of many tasks).
 
 ``asafe.schedulers._zeros`` (``asafe/schedulers/_zeros.c``) is the wire codec's zero elision,
