@@ -419,7 +419,8 @@ def test_a_batch_reads_as_its_events_one_by_one(stream):
 _ordered_events = st.lists(
     st.one_of(st.tuples(st.just("add"), st.sampled_from(["compute", "communication"])),
               st.tuples(st.just("finish"), st.sampled_from(["compute", "communication"])),
-              st.tuples(st.sampled_from(["observe", "measure", "read"]), st.just("communication"))),
+              st.tuples(st.sampled_from(["observe", "measure", "batch-measure", "batch-measure-alone", "read"]),
+                        st.just("communication"))),
     max_size=80,
 )
 
@@ -431,8 +432,15 @@ def test_a_batch_keeps_the_order_work_finished_in(stream, window):
 
     Work measured on the tracker itself between two reads (a transfer's share and
     the rest of its batch: ``finish(..., scheduled=False)``, ``observe``) keeps its
-    place among the tallied finishes. A window shorter than a read's worth of tasks
-    lost it before (the demo read compute in phases that shipped every panel).
+    place among the tallied finishes, and so does the same work recorded through the
+    batch (``EventBatch.measured``, as the scheduler plugin records a measured
+    transfer). A window shorter than a read's worth of tasks lost it before (the
+    demo read compute in phases that shipped every panel). The batch sums
+    consecutive measurements of a type, so its measurements of one type here are
+    of one duration (3 s), as the per-event window's mean is then the same; and
+    it makes its groups at the drain, so the batch's measured work is of the one
+    communication prefix (as for the adds above, a group's first estimate is then
+    the same either way).
     """
     durations = {"compute": 0.25, "communication": 3.0}
     prefixes = {"compute": "a", "communication": "b"}
@@ -449,6 +457,12 @@ def test_a_batch_keeps_the_order_work_finished_in(stream, window):
         elif event == "measure":
             batched.finish("communication", "transfer-a", 1.5, scheduled=False)
             single.finish("communication", "transfer-a", 1.5, scheduled=False)
+        elif event.startswith("batch-measure"):
+            rest = 0.0 if event.endswith("alone") else 3.0
+            batch.measured("communication", "b", 3.0, rest=rest)
+            single.finish("communication", "b", 3.0, scheduled=False)
+            if rest:
+                single.observe("communication", rest)
         elif event == "read":
             got, want = batched.measured_work(), single.measured_work()
             assert got.keys() == want.keys()
@@ -459,6 +473,7 @@ def test_a_batch_keeps_the_order_work_finished_in(stream, window):
     got, want = batched.measured_work(), single.measured_work()
     assert {t: pytest.approx(v, rel=1e-9, abs=1e-9) for t, v in want.items()} == got
     assert batched.finished == single.finished
+    assert batched.expected_duration("communication", "b") == single.expected_duration("communication", "b")
 
 
 def test_ingest_takes_the_runs_in_order_and_refuses_a_bad_one():
@@ -485,3 +500,22 @@ def test_a_batch_without_events_leaves_its_tracker_as_it_was():
     assert len(runtime.tracker._feeds) == 1
     batch.close()
     assert runtime.tracker._feeds == ()
+
+
+def test_a_batch_hands_what_it_cannot_check_to_the_tracker_in_order():
+    """EventBatch.measured: a duration out of range or not a float, or an unhashable prefix, goes to the tracker."""
+    tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+    batch = EventBatch(tracker)
+    batch.add("compute", "inc")
+    batch.finish("compute", "inc", 0.5)
+    batch.measured("communication", "transfer-inc", math.nan, rest=1.0)  # rejected; the rest is observed
+    assert batch.pending() == 0  # drained first: the finish before it
+    assert tracker.rejected == {"finish: duration is nan": 1}
+    assert tracker.measured_work() == {"compute": 0.5, "communication": 1.0} and tracker.finished == 2
+    batch.measured("communication", ["unhashable"], 1.0)
+    assert tracker.rejected == {"finish: duration is nan": 1, "finish: task_type is a str": 1}  # (its group)
+    batch.measured("communication", "transfer-inc", 2, rest=-1.0)  # an int: the tracker's checks
+    assert tracker.expected_duration("communication", "transfer-inc") == 2.0
+    tracker.ingest([], unscheduled=[("communication", "x", 0, 1.0), ("communication", "x", 1, -1.0)])
+    assert tracker.rejected["ingest: unscheduled is invalid"] == 2
+    batch.close()

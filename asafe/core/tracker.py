@@ -177,7 +177,7 @@ class ModeTracker:
         self._ring_counts: deque[int] = deque()
         self._ring_total = 0  # measurements in the ring (sum of counts), <= window
         self._measured: dict[str, float] = {}
-        self.finished = 0  # tasks finished since creation (dwell counts these)
+        self._finished = 0  # tasks finished since creation (dwell counts these): see finished
         #: Events (or parts of events) ignored because a value was invalid, per
         #: kind of problem, e.g. ``{"finish: duration is nan": 3}``.
         self.rejected: dict[str, int] = {}
@@ -269,7 +269,8 @@ class ModeTracker:
             self._evict()
 
     def ingest(self, batch: Iterable[tuple[str, str, int, int, float]],
-               runs: Iterable[tuple[str, float, int]] | None = None) -> None:
+               runs: Iterable[tuple[str, float, int]] | None = None,
+               unscheduled: Iterable[tuple[str, str, int, float]] | None = None) -> None:
         """Apply a batch of aggregated events under one lock.
 
         Each entry is ``(type, prefix, added, finished, seconds)``: since the last
@@ -286,6 +287,13 @@ class ModeTracker:
         the entries only teach the groups. Without them each entry enters the
         window whole, one group after another: a window shorter than the batch
         then holds the last groups' types, whenever they finished.
+
+        ``unscheduled``, where given, are measurements of work that was never
+        scheduled, as ``(type, prefix, finished, seconds)``: what
+        ``finish(type, prefix, duration, scheduled=False)`` records one by one
+        (a measured transfer's share), learned by the group as ``finished``
+        measurements of their mean and removed from nothing. They enter the
+        window through ``runs`` where given, else whole after the entries.
 
         Examples
         --------
@@ -321,11 +329,31 @@ class ModeTracker:
                     self._schedule(group, added)
                 if finished:
                     self._complete(group, finished, seconds, True, push=runs is None)
+            for entry in unscheduled or ():
+                entries += 1
+                self._ingest_unscheduled(entry, push=runs is None)
             if runs is not None:
                 for run in runs:
                     self._push_run(run)
             if len(self._groups) > self.max_groups:
                 self._evict(4 * entries)  # what the entries' events would have evicted one by one
+
+    def _ingest_unscheduled(self, entry: object, push: bool) -> None:
+        # one (type, prefix, finished, seconds) of ingest's unscheduled: as finish(scheduled=False), n at once
+        try:
+            task_type, prefix, finished, seconds = entry  # type: ignore[misc]
+            valid = type(finished) is int and finished > 0 and 0.0 <= seconds <= MAX_SECONDS * finished
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            self._reject("ingest", "unscheduled", entry, "a (type, prefix, finished, seconds) tuple of a count "
+                         "> 0 and its seconds of work", problem="is invalid")
+            return
+        group = self._group_at((task_type, prefix))
+        if group is None:
+            self._reject("ingest", "task_type", task_type, _TYPE_RULE)
+            return
+        self._complete(group, finished, float(seconds), False, push=push)
 
     def _push_run(self, run: object) -> None:
         try:
@@ -538,6 +566,12 @@ class ModeTracker:
             return {*self._counts, *self._planned, *self._type_average, *self._measured, *self._scheduled,
                     *(t for t, _ in self._plan_sources)}
 
+    @property
+    def finished(self) -> int:
+        """Tasks finished since the tracker was made (measurements, also those never scheduled); dwell counts these."""
+        self._feed()
+        return self._finished
+
     def scheduled_tasks(self) -> int:
         """Number of tasks currently counted as scheduled (all types)."""
         self._feed()
@@ -621,7 +655,7 @@ class ModeTracker:
             self._learn(group, seconds / n, n)
             if push:
                 self._push(group.task_type, seconds, n)
-        self.finished += n
+        self._finished += n
 
     def _clean_entry(self, entry: object) -> tuple | None:
         """A batch entry that failed the fast check: its valid parts, or ``None``."""
@@ -721,10 +755,11 @@ class EventBatch:
     The ``n`` tasks of a group finished between two reads are learned as ``n``
     measurements of their mean, the approximation of :meth:`ModeTracker.ingest`.
     The window takes the finishes in the order they were made (the batch keeps
-    them as runs of one type), and a measurement made on the tracker itself
-    (:meth:`ModeTracker.finish`, :meth:`ModeTracker.observe`, such as a
-    transfer's) drains the batch first: the window holds what finished last,
-    whatever path it came by. (Without the order, a transfer observed between
+    them as runs of one type), with the work measured that was never
+    scheduled (:meth:`measured`, a transfer's) in its place among them, and a
+    measurement made on the tracker itself (:meth:`ModeTracker.finish`,
+    :meth:`ModeTracker.observe`) drains the batch first: the window holds what
+    finished last, whatever path it came by. (Without the order, a transfer observed between
     two reads entered the window before the computes tallied around it, and a
     window shorter than a read's worth of tasks lost it: the demo's mode read
     compute in a phase that shipped every panel and turned compression off.)
@@ -755,13 +790,14 @@ class EventBatch:
     >>> batch.close()
     """
 
-    __slots__ = ("_tracker", "_tallies", "_priors", "_owner", "_detach", "_run_types", "_run_seconds",
-                 "_run_counts")
+    __slots__ = ("_tracker", "_tallies", "_priors", "_unscheduled", "_owner", "_detach", "_run_types",
+                 "_run_seconds", "_run_counts")
 
     def __init__(self, tracker: ModeTracker) -> None:
         self._tracker = tracker
         self._tallies: dict[tuple[str, str], list] = {}  # group -> [added, finished, seconds]
         self._priors: dict[tuple[str, str], float] = {}  # group -> the latest prior given with an add
+        self._unscheduled: dict[tuple[str, str], list] = {}  # group -> [finished, seconds] never scheduled
         # the finishes in order, consecutive ones of a type summed (ModeTracker.ingest's runs):
         # parallel lists, no container per event
         self._run_types: list[str] = []
@@ -771,11 +807,15 @@ class EventBatch:
         self._detach: Callable[[], None] | bool | None = None  # a feed from the first event on; False once closed
 
     def _new_tally(self, key: tuple[str, str]) -> list:
-        if self._detach is None:  # the first event: this thread's batch, and a feed of the tracker
-            self._owner = threading.get_ident()
-            self._detach = self._tracker.add_feed(self.flush)
+        if self._detach is None:
+            self._start()
         tally = self._tallies[key] = [0, 0, 0.0]
         return tally
+
+    def _start(self) -> None:
+        # the first event: this thread's batch, and a feed of the tracker
+        self._owner = threading.get_ident()
+        self._detach = self._tracker.add_feed(self.flush)
 
     def add(self, task_type: str, prefix: str, prior: float | None = None) -> None:
         """As :meth:`ModeTracker.add`; the group's latest prior is taken at the drain."""
@@ -807,22 +847,73 @@ class EventBatch:
             return
         tally[1] += 1
         tally[2] += duration
+        self._run(task_type, duration)
+
+    def measured(self, task_type: str, prefix: str, duration: float, rest: float = 0.0) -> None:
+        """Work measured that was never scheduled (a transfer): ``finish(..., scheduled=False)``, then ``observe(rest)``.
+
+        As :meth:`ModeTracker.finish` with ``scheduled=False``, then, where
+        ``rest`` > 0, :meth:`ModeTracker.observe` of ``rest`` (more work of the
+        type, of no group). The scheduler plugin records each measured transfer
+        so (the task's share, and the rest of the batch's time); the window
+        takes both in their place among the finishes, and no read of the
+        tracker is needed until the next one is due.
+
+        >>> tracker = ModeTracker(window=8, blend=0.0, default_duration=1.0)
+        >>> batch = EventBatch(tracker)
+        >>> batch.add("compute", "inc")
+        >>> batch.finish("compute", "inc", 0.5)
+        >>> batch.measured("communication", "transfer-inc", 0.25, rest=0.25)
+        >>> tracker.measured_work(), tracker.finished, tracker.expected_duration("communication", "transfer-inc")
+        ({'compute': 0.5, 'communication': 0.5}, 2, 0.25)
+        >>> batch.close()
+        """
+        if not (type(duration) is float and 0.0 <= duration <= MAX_SECONDS and type(rest) is float
+                and 0.0 <= rest <= MAX_SECONDS):
+            self._measured_by_tracker(task_type, prefix, duration, rest)
+            return
+        key = (task_type, prefix)
+        try:
+            tally = self._unscheduled.get(key)
+        except TypeError:  # unhashable: the tracker's own checks reject it
+            self._measured_by_tracker(task_type, prefix, duration, rest)
+            return
+        if tally is None:
+            if self._detach is None:
+                self._start()
+            tally = self._unscheduled[key] = [0, 0.0]
+        tally[0] += 1
+        tally[1] += duration
+        self._run(task_type, duration)
+        if rest > 0:
+            self._run(task_type, rest)
+
+    def _measured_by_tracker(self, task_type: str, prefix: str, duration: object, rest: object) -> None:
+        # what the batch does not check goes to the tracker, after the batch (the order kept), which
+        # rejects what is invalid; a rest that is a number <= 0 is nothing to observe
+        self.flush()
+        self._tracker.finish(task_type, prefix, duration, scheduled=False)  # type: ignore[arg-type]
+        if not (isinstance(rest, (int, float)) and rest <= 0):
+            self._tracker.observe(task_type, rest)  # type: ignore[arg-type]
+
+    def _run(self, task_type: str, seconds: float) -> None:
+        # one measurement in order; consecutive ones of a type summed
         types = self._run_types
         if types and types[-1] == task_type:
-            self._run_seconds[-1] += duration
+            self._run_seconds[-1] += seconds
             self._run_counts[-1] += 1
         else:
             types.append(task_type)
-            self._run_seconds.append(duration)
+            self._run_seconds.append(seconds)
             self._run_counts.append(1)
 
     def pending(self) -> int:
         """Groups with events not handed to the tracker yet."""
-        return len(self._tallies)
+        return len(self._tallies) + len(self._unscheduled)
 
     def flush(self) -> None:
         """Hand the tallies to the tracker (a no-op on a thread other than the batch's)."""
-        if not self._tallies or threading.get_ident() != self._owner:
+        if not (self._tallies or self._unscheduled) or threading.get_ident() != self._owner:
             return
         tallies, self._tallies = self._tallies, {}
         tracker = self._tracker
@@ -830,10 +921,15 @@ class EventBatch:
             priors, self._priors = self._priors, {}
             for (task_type, prefix), prior in priors.items():
                 tracker.prime(task_type, prefix, prior)
+        unscheduled = None
+        if self._unscheduled:
+            unscheduled = [(task_type, prefix, finished, seconds)
+                           for (task_type, prefix), (finished, seconds) in self._unscheduled.items()]
+            self._unscheduled = {}
         runs = list(zip(self._run_types, self._run_seconds, self._run_counts))
         self._run_types, self._run_seconds, self._run_counts = [], [], []
         tracker.ingest([(task_type, prefix, added, finished, seconds)
-                        for (task_type, prefix), (added, finished, seconds) in tallies.items()], runs)
+                        for (task_type, prefix), (added, finished, seconds) in tallies.items()], runs, unscheduled)
 
     def close(self) -> None:
         """Hand over what is left and stop being a feed of the tracker (for good: later events are not read)."""

@@ -12,8 +12,9 @@
  * ``startstops``, the forecast's and the event batch's bookkeeping).
  *
  * ``TaskPath(plugin, Scheduled, walk).transition`` is that routing in C (and
- * ``.enter``, ``.join_wave``, ``.submitted`` the same twins for update_graph): the
- * same statements as AdaptiveSchedulerPlugin.transition, _enter, _became_ready,
+ * ``.arrive`` the part of update_graph per task, with ``.enter``, ``.join_wave``,
+ * ``.submitted`` the twins it calls): the same statements as
+ * AdaptiveSchedulerPlugin.transition, _arrive, _enter, _became_ready,
  * _join_wave, _prior and the common path of _finish
  * (asafe/schedulers/scheduler_plugin.py, the reference and the fallback), in
  * the same order, on the same objects. The common paths of three parts it
@@ -27,7 +28,9 @@
  *   learned), .activate, .released, and .submitted with its _edge (the plan
  *   of an arriving graph, which update_graph calls through TaskPath.submitted);
  *   an output forecast from its prefix's history (no consumer submitted yet)
- *   is refined and planned by the forecast's Python methods;
+ *   is refined and planned by the forecast's Python methods; its
+ *   _bandwidth_now where the link estimate (a LinkEstimate) has measured a
+ *   transfer, and _place of an output nothing holds and nothing pins;
  * - P2PTraffic.active_at and .pending.
  *
  * Arithmetic on those objects' numbers is Python's (PyNumber_*), so the floats
@@ -41,9 +44,9 @@
  *
  * Two rules keep it the plugin's behaviour, not a second one:
  *
- * - a method of the twinned five (_enter, _finish, _became_ready, _join_wave,
- *   _maybe_evaluate) that is set on the plugin instance (a test, a user's
- *   patch) is called instead of the twin, as Python's lookup would;
+ * - a method of the twinned six (_arrive, _enter, _finish, _became_ready,
+ *   _join_wave, _maybe_evaluate) that is set on the plugin instance (a test, a
+ *   user's patch) is called instead of the twin, as Python's lookup would;
  * - the plugin's settings (expected_transfers, next_wave, transfer_correction,
  *   evaluate_interval) and its evaluation clock (_next_evaluation) are read
  *   from the instance at each use, so changing them takes effect as in Python.
@@ -94,6 +97,8 @@ static PyObject *float_one;
 static PyObject *output_type, *place_of, *pinned_of; /* forecast._Output, forecast._place, forecast._pinned */
 static PyObject *s_workers_call, *s_memory_size, *s_worker_restrictions, *s_set_forecast, *s_submitted;
 static PyObject *s_tallies, *s_priors, *s_run_types, *s_run_seconds, *s_run_counts, *s_planned, *s_recent;
+static PyObject *s_arrive, *s_bandwidth_call, *s_measured, *s_who_has; /* forecast._bandwidth, LinkEstimate.measured, ts.who_has */
+static PyTypeObject *link_type;   /* asafe.schedulers.bandwidth.LinkEstimate */
 
 typedef struct {
     PyObject_HEAD
@@ -751,15 +756,57 @@ done:
     return status;
 }
 
+/* forecast._bandwidth_now(): ``float(self._bandwidth() or 0.0)``, 1e8 where not > 0. Read here where the
+ * forecast's _bandwidth is a LinkEstimate (its own class) whose ``measured`` is a float > 0, which its __call__
+ * returns as it is (the common case once a transfer was measured); else by the method. A new reference. */
+static PyObject *
+bandwidth_now(PyObject *forecast)
+{
+    PyObject *link = PyObject_GetAttr(forecast, s_bandwidth_call);
+    if (link == NULL)
+        return NULL;
+    if (Py_IS_TYPE(link, link_type)) {
+        PyObject *measured = PyObject_GetAttr(link, s_measured);
+        if (measured == NULL) {
+            Py_DECREF(link);
+            return NULL;
+        }
+        if (PyFloat_CheckExact(measured) && PyFloat_AS_DOUBLE(measured) > 0.0) {
+            Py_DECREF(link);
+            return measured;
+        }
+        Py_DECREF(measured);
+    }
+    Py_DECREF(link);
+    return call_method(forecast, s_bandwidth_now, NULL, 0, NULL);
+}
+
+/* forecast._place(ts): None where nothing holds the output and it is pinned nowhere (a task not run yet,
+ * the common case), read here; else by the function. A new reference. */
+static PyObject *
+place(PyObject *ts)
+{
+    int held = attr_true(ts, s_who_has);
+    if (held < 0)
+        return NULL;
+    if (!held) {
+        int restricted = attr_true(ts, s_worker_restrictions);
+        if (restricted < 0)
+            return NULL;
+        if (!restricted)
+            Py_RETURN_NONE;
+    }
+    return PyObject_CallOneArg(place_of, ts);
+}
+
 /* forecast._refine(out) of an output without a forecast from history: its planned transfers with its real
- * size and place. The bandwidth is the forecast's _bandwidth_now (in Python). 0 or -1. */
+ * size and place, at bandwidth_now. 0 or -1. */
 static int
 refine(PyObject *forecast, PyObject *out, PyObject *home, PyObject *nbytes)
 {
     int status = -1;
     PyObject *bandwidth = NULL, *edges = NULL, *planned = NULL;
-    if ((bandwidth = call_method(forecast, s_bandwidth_now, NULL, 0, NULL)) == NULL ||
-        (edges = PyObject_GetAttr(out, s_edges)) == NULL)
+    if ((bandwidth = bandwidth_now(forecast)) == NULL || (edges = PyObject_GetAttr(out, s_edges)) == NULL)
         goto done;
     int is_active = attr_true(out, s_active);
     if (is_active < 0)
@@ -876,14 +923,14 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
             goto done;
         PyObject *prefix = PyObject_GetAttr(dts, s_prefix);
         PyObject *name = prefix ? PyObject_GetAttr(prefix, s_name) : NULL;
-        PyObject *place = name ? PyObject_CallOneArg(place_of, dts) : NULL;
-        if (place != NULL) {
-            PyObject *args[2] = {name, place};
+        PyObject *where = name ? place(dts) : NULL;
+        if (where != NULL) {
+            PyObject *args[2] = {name, where};
             out = PyObject_Vectorcall(output_type, args, 2, NULL);
         }
         Py_XDECREF(prefix);
         Py_XDECREF(name);
-        Py_XDECREF(place);
+        Py_XDECREF(where);
         int stored = out ? PyDict_SetItem(outputs, dkey, out) : -1;
         int in_memory = stored == 0 ? equal(state, s_memory) : -1;
         if (in_memory > 0) {
@@ -929,6 +976,11 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
         Py_XDECREF(key);
         if (where == NULL)
             goto done;
+        int known = PySequence_Contains(edges, where);
+        if (known != 0) { /* planned when its consumer arrived: a later graph touched it again */
+            status = known < 0 ? -1 : 0;
+            goto done;
+        }
         if (largest == NULL) { /* the consumer's one dependency: as often as this prefix's outputs crossed */
             PyObject *shipped = PyObject_GetAttr(forecast, s_shipped);
             PyObject *prefix = shipped ? PyObject_GetAttr(out, s_prefix) : NULL;
@@ -959,7 +1011,7 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
         if (call_void(forecast, s_set_forecast, args, 2, NULL) < 0)
             goto done;
     }
-    if (*bandwidth == NULL && (*bandwidth = call_method(forecast, s_bandwidth_now, NULL, 0, NULL)) == NULL)
+    if (*bandwidth == NULL && (*bandwidth = bandwidth_now(forecast)) == NULL)
         goto done;
     if ((nbytes = PyObject_GetAttr(out, s_nbytes)) == NULL)
         goto done;
@@ -1781,6 +1833,116 @@ taskpath_submitted(TaskPath *self, PyObject *tasks)
     Py_RETURN_NONE;
 }
 
+/* all(dts.state == "memory" for dts in ts.dependencies): 1, 0, or -1. */
+static int
+dependencies_in_memory(PyObject *ts)
+{
+    PyObject *dependencies = PyObject_GetAttr(ts, s_dependencies);
+    PyObject *iterator = dependencies ? PyObject_GetIter(dependencies) : NULL;
+    Py_XDECREF(dependencies);
+    if (iterator == NULL)
+        return -1;
+    int all = 1;
+    PyObject *dts;
+    while (all == 1 && (dts = PyIter_Next(iterator)) != NULL) {
+        PyObject *state = PyObject_GetAttr(dts, s_state);
+        Py_DECREF(dts);
+        all = state ? equal(state, s_memory) : -1;
+        Py_XDECREF(state);
+    }
+    Py_DECREF(iterator);
+    return all < 0 || PyErr_Occurred() ? -1 : all;
+}
+
+/* _arrive(tasks): the graph's new tasks counted and planned, as the plugin's _arrive (a patch on the
+ * instance is called instead). True where it had new tasks. */
+static PyObject *
+taskpath_arrive(TaskPath *self, PyObject *tasks)
+{
+    PyObject *patch = patched(self, s_arrive);
+    if (patch != NULL)
+        return PyObject_CallOneArg(patch, tasks);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *result = NULL, *new = PyList_New(0), *waiting = NULL, *iterator = NULL, *key = NULL;
+    if (new == NULL || (iterator = PyObject_GetIter(tasks)) == NULL)
+        goto done;
+    while ((key = PyIter_Next(iterator)) != NULL) {
+        /* ts = known.get(key); ts is not None and ts.run_spec is not None and ts.state in ("released",
+         * "waiting") and key not in self._scheduled */
+        PyObject *ts = PyDict_GetItemWithError(self->tasks, key);
+        int take = ts != NULL && ts != Py_None;
+        if (ts == NULL && PyErr_Occurred())
+            goto done;
+        if (take) {
+            PyObject *run_spec = PyObject_GetAttr(ts, s_run_spec);
+            if (run_spec == NULL)
+                goto done;
+            take = run_spec != Py_None;
+            Py_DECREF(run_spec);
+        }
+        if (take) {
+            PyObject *state = PyObject_GetAttr(ts, s_state);
+            if (state == NULL)
+                goto done;
+            take = equal(state, s_released_state);
+            if (take == 0)
+                take = equal(state, s_waiting);
+            Py_DECREF(state);
+            if (take < 0)
+                goto done;
+        }
+        if (take) {
+            int counted = PyDict_Contains(self->scheduled, key);
+            if (counted < 0 || (!counted && PyList_Append(new, ts) < 0))
+                goto done;
+        }
+        Py_CLEAR(key);
+    }
+    if (PyErr_Occurred())
+        goto done;
+    if (PyList_GET_SIZE(new) == 0) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    PyDict_Clear(self->priors); /* what the scheduler learned since the last graph */
+    int expected = ptrue(self, s_expected_transfers);
+    if (expected < 0 || (expected && (forecast_submitted(self->forecast, new) < 0 ||
+                                      call_void(self->p2p, s_submitted, &new, 1, NULL) < 0)))
+        goto done;
+    if ((waiting = PyList_New(0)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(new); i++) {
+        PyObject *ts = PyList_GET_ITEM(new, i);
+        int ready = dependencies_in_memory(ts);
+        if (ready < 0)
+            goto done;
+        if (ready) {
+            PyObject *ts_key = PyObject_GetAttr(ts, s_key);
+            int entered = ts_key ? enter(self, ts_key, Py_True) : -1;
+            Py_XDECREF(ts_key);
+            if (entered < 0)
+                goto done;
+        } else if (PyList_Append(waiting, ts) < 0) {
+            goto done;
+        }
+    }
+    int wave = ptrue(self, s_next_wave);
+    if (wave < 0)
+        goto done;
+    for (Py_ssize_t i = 0; wave && i < PyList_GET_SIZE(waiting); i++) {
+        if (join_wave(self, PyList_GET_ITEM(waiting, i)) < 0) /* the dependents of earlier graphs' tasks */
+            goto done;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(iterator);
+    Py_XDECREF(new);
+    Py_XDECREF(waiting);
+    return result;
+}
+
 /* ------------------------------------------------------------- the type */
 
 static int
@@ -1888,6 +2050,9 @@ static PyMethodDef taskpath_methods[] = {
      "submitted(tasks)\n--\n\nAs the plugin's forecast.submitted(tasks): plan the transfers of a graph's new tasks."},
     {"enter", (PyCFunction)taskpath_enter, METH_O,
      "enter(key)\n--\n\nAs AdaptiveSchedulerPlugin._enter(key): count a ready task as scheduled (returns None)."},
+    {"arrive", (PyCFunction)taskpath_arrive, METH_O,
+     "arrive(tasks)\n--\n\nAs AdaptiveSchedulerPlugin._arrive(tasks): count and plan a graph's new tasks; whether it "
+     "had any."},
     {"join_wave", (PyCFunction)taskpath_join_wave, METH_O,
      "join_wave(ts)\n--\n\nAs AdaptiveSchedulerPlugin._join_wave(ts): count a waiting task of the next wave."},
     {NULL, NULL, 0, NULL},
@@ -1991,7 +2156,8 @@ PyInit__taskpath(void)
         {&s_consumer, "consumer"}, {&s_forecast, "forecast"}, {&s_bandwidth_now, "_bandwidth_now"},
         {&s_refine, "_refine"}, {&s_workers_call, "_workers"},
         {&s_memory_size, "_memory_size"}, {&s_worker_restrictions, "worker_restrictions"},
-        {&s_set_forecast, "_set_forecast"}, {&s_submitted, "submitted"},
+        {&s_set_forecast, "_set_forecast"}, {&s_submitted, "submitted"}, {&s_bandwidth_call, "_bandwidth"},
+        {&s_measured, "measured"}, {&s_who_has, "who_has"}, {&s_arrive, "_arrive"},
     };
     for (size_t i = 0; i < sizeof(forecast_strings) / sizeof(forecast_strings[0]); i++) {
         if (intern(forecast_strings[i].target, forecast_strings[i].text) < 0)
@@ -2015,6 +2181,17 @@ PyInit__taskpath(void)
         return NULL;
     if (!PyType_Check(forecast_type)) {
         PyErr_SetString(PyExc_TypeError, "asafe.schedulers.forecast.TransferForecast must be a class");
+        return NULL;
+    }
+    PyObject *bandwidth = PyImport_ImportModule("asafe.schedulers.bandwidth");
+    if (bandwidth == NULL)
+        return NULL;
+    link_type = (PyTypeObject *)PyObject_GetAttrString(bandwidth, "LinkEstimate");
+    Py_DECREF(bandwidth);
+    if (link_type == NULL)
+        return NULL;
+    if (!PyType_Check(link_type)) {
+        PyErr_SetString(PyExc_TypeError, "asafe.schedulers.bandwidth.LinkEstimate must be a class");
         return NULL;
     }
     PyObject *protocol = PyImport_ImportModule("asafe.schedulers.protocol");

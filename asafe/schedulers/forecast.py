@@ -311,15 +311,17 @@ class TransferForecast:
             home = out.home
             probability = (0.0 if dest in home else 1.0) if home is not None else (workers - 1) / workers
             where: Any = dest
-        elif largest is None:
-            # the consumer's one dependency: Dask places it there, unless the scheduler spreads such
-            # consumers over idle workers or stealing moves them (a task rechunk's second stage); it
-            # crosses as often as this prefix's outputs did (0 where never seen)
-            probability = self.shipped.get(out.prefix, 0.0)
-            where = ("consumer", ts.key)
         else:
-            probability = 0.0 if dts is largest else (workers - 1) / workers
             where = ("consumer", ts.key)
+            if where in out.edges:
+                return None  # planned when its consumer arrived: a later graph touched the waiting consumer again
+            if largest is None:
+                # the consumer's one dependency: Dask places it there, unless the scheduler spreads such
+                # consumers over idle workers or stealing moves them (a task rechunk's second stage); it
+                # crosses as often as this prefix's outputs did (0 where never seen)
+                probability = self.shipped.get(out.prefix, 0.0)
+            else:
+                probability = 0.0 if dts is largest else (workers - 1) / workers
         if probability == 0.0:
             return None
         if out.forecast:

@@ -243,6 +243,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                                "wire_bytes": 0, "logical_bytes": 0, "unannotated": 0}
         self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
         self.repairs = 0  # times the tracker was set right after a hook failed (see _settle)
+        self._settled_at: tuple[int, int] | None = None  # failures and rejections counted at _settle's last check
 
     # pickling: the plugin travels to the scheduler as its settings and runtime
     def __getstate__(self) -> dict[str, Any]:
@@ -399,36 +400,47 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if not self._attached or not tasks:
             return
         try:
-            known = scheduler.tasks
-            new = []
-            for key in tasks:
-                ts = known.get(key)
-                if (ts is not None and ts.run_spec is not None and ts.state in ("released", "waiting")
-                        and key not in self._scheduled):
-                    new.append(ts)
-            if not new:
+            path = self._path  # the compiled twin of _arrive, where compiled
+            if not (path.arrive if path is not None else self._arrive)(tasks):
                 return
-            self._priors.clear()  # what the scheduler learned since the last graph
-            path = self._path  # the compiled twins of forecast.submitted, _enter and _join_wave, where compiled
-            if self.expected_transfers:
-                (path.submitted if path is not None else self.forecast.submitted)(new)
-                self.p2p.submitted(new)
-            enter = path.enter if path is not None else self._enter
-            waiting = []
-            for ts in new:
-                if all(dts.state == "memory" for dts in ts.dependencies):
-                    enter(ts.key)
-                else:
-                    waiting.append(ts)
-            if self.next_wave:
-                join_wave = path.join_wave if path is not None else self._join_wave
-                for ts in waiting:  # the dependents of tasks of earlier graphs still running
-                    join_wave(ts)
             self.runtime.evaluate(arrival=True)
+            self._next_evaluation = time.monotonic() + self.evaluate_interval  # the event path's latest too
             if not self.link.known and (self.forecast.planned > 0 or self.p2p.pending):
                 self._probe_soon()  # this graph moves data over a link nothing has measured yet
         except Exception:
             self._hook_failed("update_graph")
+
+    def _arrive(self, tasks: Any) -> bool:
+        """Count and plan a graph's new tasks (update_graph's part per task); whether it had any.
+
+        New tasks are those the scheduler holds released or waiting with a
+        ``run_spec``, not counted yet. The compiled path has its twin
+        (``TaskPath.arrive``), which calls this method where it is set on the
+        instance.
+        """
+        known = self.scheduler.tasks
+        new = []
+        for key in tasks:
+            ts = known.get(key)
+            if (ts is not None and ts.run_spec is not None and ts.state in ("released", "waiting")
+                    and key not in self._scheduled):
+                new.append(ts)
+        if not new:
+            return False
+        self._priors.clear()  # what the scheduler learned since the last graph
+        if self.expected_transfers:
+            self.forecast.submitted(new)
+            self.p2p.submitted(new)
+        waiting = []
+        for ts in new:
+            if all(dts.state == "memory" for dts in ts.dependencies):
+                self._enter(ts.key)
+            else:
+                waiting.append(ts)
+        if self.next_wave:
+            for ts in waiting:  # the dependents of tasks of earlier graphs still running
+                self._join_wave(ts)
+        return True
 
     # the event path ---------------------------------------------------------------
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
@@ -477,7 +489,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     # against 100 at the controller's 10 ms, which cost a busy scheduler 1-4% of
     # its cpu per task here): a toggle is held by the dwell (250 ms) anyway, so
     # evaluating more often only re-reads the same decision. A graph's arrival
-    # evaluates at once (update_graph), whatever the interval.
+    # evaluates at once (update_graph), whatever the interval, and counts as the
+    # event path's latest evaluation: graphs shorter than the interval, submitted
+    # one after another, evaluated twice each before (about a third of their
+    # hooks' cost, docs/results/scheduler-s34).
     def _maybe_evaluate(self, now: float | None = None) -> None:
         if now is None:
             now = time.monotonic()
@@ -526,8 +541,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         # It can only disagree after a hook raised between the two (the entry
         # gone, its tracker event not made); set it right once per phase end.
         # Planned transfers are the forecast's and stay: outputs in memory may
-        # still wait for consumers that are not submitted yet.
+        # still wait for consumers that are not submitted yet. Only a failure
+        # (a hook's, or a tracker's feed rejected) can make them disagree: the
+        # check, which drains the event batch, waits for one (a drain per small
+        # graph was a tenth of its hooks' cost; the next read drains anyway).
         self.runnable.clear()
+        failures = (sum(self.error_counts.values()), sum(self.tracker.rejected.values()))
+        if failures == self._settled_at:
+            return
+        self._settled_at = failures
         if self.tracker.scheduled_tasks() or self.reuse.scheduled:
             self.tracker.clear_scheduled(planned=False)
             self.reuse.clear_scheduled()
@@ -661,9 +683,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             # too, so that the window sums every byte moved exactly once. (What
             # was expected of these transfers was planned by the forecast, and
             # left the scheduled view when this task finished.)
-            self.tracker.finish(COMMUNICATION, TRANSFER_PREFIX + prefix, share, scheduled=False)
-            if rest > 0:
-                self.tracker.observe(COMMUNICATION, rest)
+            # Both go through the event batch, in their place among the finishes: a
+            # drain of the batch for each measured transfer cost about a fifth of
+            # the hooks on small graphs (docs/results/scheduler-s34).
+            self._events.measured(COMMUNICATION, TRANSFER_PREFIX + prefix, share, rest if rest > 0 else 0.0)
 
     def _transfer_seconds(self, ts: "TaskState", transfers: list) -> tuple[float, float]:
         """This task's share of its measured transfers, and the rest, in corrected seconds.

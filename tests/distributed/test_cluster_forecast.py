@@ -13,9 +13,12 @@ done.
 from __future__ import annotations
 
 import math
+import types
 
 import dask
 import pytest
+
+import asafe
 
 LEAVES = 300
 GROUPS = 3
@@ -87,6 +90,40 @@ def test_every_evaluation_reads_the_sum_of_the_forecasts_edges_on_fan_in_graphs(
             assert running == 0.0  # exactly zero when nothing is planned, no residue
     assert max(r[0] for r in planning) > 1e3 * 2**-52  # planned seconds far above rounding
     assert (planned, items) == (0.0, 0)  # the graphs are done: nothing left planned
+
+
+def _fake_task(key, state, dependencies=()):
+    return types.SimpleNamespace(key=key, state=state, prefix=types.SimpleNamespace(name=key.rstrip("0123456789")),
+                                 dependencies=list(dependencies), dependents=[], who_has=set(),
+                                 worker_restrictions=None, loose_restrictions=False, nbytes=-1, run_spec=object(),
+                                 annotations={})
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_waiting_consumer_touched_again_by_a_later_graph_is_planned_once(compiled, request):
+    """Dask passes update_graph every task a graph touches: a consumer that still waits (in no next wave)
+    is among a later graph's new tasks again, and its edges were counted twice."""
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
+
+    rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))], signals=False)
+    plugin = AdaptiveSchedulerPlugin(rt)
+    running = [_fake_task(f"pair{i}", "processing") for i in range(2)]
+    consumer = _fake_task("consumer", "waiting", running)
+    plugin.scheduler = types.SimpleNamespace(tasks={t.key: t for t in (*running, consumer)}, workers={"a": 1, "b": 2},
+                                             bandwidth=1e8, total_nthreads=2)
+    forecast = plugin.forecast
+    forecast.output_bytes["pair"] = 1e6  # what the prefix's outputs weighed: the second pair's edge crosses at 1/2
+    if compiled:
+        request.getfixturevalue("taskpath")
+        plugin._compile_path()
+        submitted = plugin._path.submitted
+    else:
+        submitted = forecast.submitted
+    submitted([consumer])
+    first = (forecast.planned, forecast._items)
+    assert first == (0.5 * 1e6 / 1e8, 1)
+    submitted([consumer])  # the later graph
+    assert (forecast.planned, forecast._items) == first
 
 
 # --- what a graph's arrival plans: single dependencies and the next wave ---------------------

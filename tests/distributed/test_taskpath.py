@@ -40,6 +40,7 @@ def _state(plugin):
     return {
         "scheduled": {key: (e.task_type, e.prefix, e.reuse, e.ready) for key, e in plugin._scheduled.items()},
         "tallies": {k: list(v) for k, v in events._tallies.items()},
+        "unscheduled": {k: list(v) for k, v in events._unscheduled.items()},
         "priors": dict(events._priors),
         "runs": (list(events._run_types), list(events._run_seconds), list(events._run_counts)),
         "planned": (forecast.planned, forecast._items, sorted(map(str, forecast._outputs))),
@@ -177,6 +178,12 @@ def test_compiled_path_counts_as_the_python_hook(cluster, client, taskpath):
         wait(bad)
         assert bad.status == "error"
         del first, second, total, bad
+        # a graph touching tasks of earlier graphs that still wait: one counted (the next wave), one not
+        a1, a2 = client.submit(_inc, 1, delay=0.4), client.submit(_inc, 2, delay=0.4)
+        counted = client.submit(_add, a1, a2)
+        uncounted = client.submit(_inc, counted)
+        assert client.submit(_add, counted, uncounted).result() == 11
+        del a1, a2, counted, uncounted
     twins.check()
 
 
@@ -336,3 +343,32 @@ def test_a_method_patched_on_the_plugin_runs_instead_of_its_twin(cluster, client
         client.sync(stop)
     assert ready and evaluations and all(isinstance(now, float) for now in evaluations)
     assert waves  # update_graph's next wave goes through the patch too
+
+
+def test_a_patched_arrive_runs_instead_of_its_twin(cluster, client, taskpath):
+    """update_graph's part per task: a patch on the instance replaces TaskPath.arrive, as it replaces _arrive."""
+    plugin = _twins()[0]
+    arrivals = []
+
+    def arrive(tasks):
+        arrivals.append(len(tasks))
+        return False  # nothing new: update_graph evaluates nothing
+
+    plugin._arrive = arrive
+
+    async def start():
+        _attach(plugin, cluster.scheduler, compiled=True)
+        cluster.scheduler.add_plugin(plugin, name="asafe-twin-arrive")
+
+    async def stop():
+        cluster.scheduler.remove_plugin(name="asafe-twin-arrive")
+        plugin.detach()
+
+    client.sync(start)
+    try:
+        assert plugin.compiled
+        assert client.gather(client.map(_inc, range(4))) == [1, 2, 3, 4]
+        assert arrivals == [4] and plugin.forecast.planned == 0.0
+        assert plugin.runtime.tracker.finished == 4  # the event path counted them as they became ready
+    finally:
+        client.sync(stop)
