@@ -99,6 +99,8 @@ static PyObject *s_workers_call, *s_memory_size, *s_worker_restrictions, *s_set_
 static PyObject *s_tallies, *s_priors, *s_run_types, *s_run_seconds, *s_run_counts, *s_planned, *s_recent;
 static PyObject *s_arrive, *s_bandwidth_call, *s_measured, *s_who_has; /* forecast._bandwidth, LinkEstimate.measured, ts.who_has */
 static PyTypeObject *link_type;   /* asafe.schedulers.bandwidth.LinkEstimate */
+static PyTypeObject *memory_type; /* asafe.schedulers.forecast.PrefixMemory */
+static PyObject *s_link_memory, *s_remembered; /* LinkEstimate.memory, PrefixMemory.bandwidth */
 
 typedef struct {
     PyObject_HEAD
@@ -756,28 +758,43 @@ done:
     return status;
 }
 
+/* A float > 0 read from obj.<name> (a new reference), or NULL: none (an error only if PyErr_Occurred). */
+static PyObject *
+positive_float(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value != NULL && !(PyFloat_CheckExact(value) && PyFloat_AS_DOUBLE(value) > 0.0))
+        Py_CLEAR(value);
+    return value;
+}
+
 /* forecast._bandwidth_now(): ``float(self._bandwidth() or 0.0)``, 1e8 where not > 0. Read here where the
- * forecast's _bandwidth is a LinkEstimate (its own class) whose ``measured`` is a float > 0, which its __call__
- * returns as it is (the common case once a transfer was measured); else by the method. A new reference. */
+ * forecast's _bandwidth is a LinkEstimate (its own class) whose __call__ returns a float > 0 as it is: its
+ * ``measured`` (this installation measured a transfer), else, while that is None, the ``bandwidth`` its
+ * PrefixMemory remembered from an earlier installation; else by the method. A new reference. */
 static PyObject *
 bandwidth_now(PyObject *forecast)
 {
     PyObject *link = PyObject_GetAttr(forecast, s_bandwidth_call);
     if (link == NULL)
         return NULL;
+    PyObject *found = NULL;
     if (Py_IS_TYPE(link, link_type)) {
         PyObject *measured = PyObject_GetAttr(link, s_measured);
-        if (measured == NULL) {
-            Py_DECREF(link);
-            return NULL;
+        if (measured != NULL && PyFloat_CheckExact(measured) && PyFloat_AS_DOUBLE(measured) > 0.0) {
+            found = measured;
+        } else if (measured == Py_None) {
+            PyObject *memory = PyObject_GetAttr(link, s_link_memory);
+            if (memory != NULL && Py_IS_TYPE(memory, memory_type))
+                found = positive_float(memory, s_remembered);
+            Py_XDECREF(memory);
         }
-        if (PyFloat_CheckExact(measured) && PyFloat_AS_DOUBLE(measured) > 0.0) {
-            Py_DECREF(link);
-            return measured;
-        }
-        Py_DECREF(measured);
+        if (found == NULL)
+            Py_XDECREF(measured);
     }
     Py_DECREF(link);
+    if (found != NULL || PyErr_Occurred())
+        return found;
     return call_method(forecast, s_bandwidth_now, NULL, 0, NULL);
 }
 
@@ -2157,7 +2174,8 @@ PyInit__taskpath(void)
         {&s_refine, "_refine"}, {&s_workers_call, "_workers"},
         {&s_memory_size, "_memory_size"}, {&s_worker_restrictions, "worker_restrictions"},
         {&s_set_forecast, "_set_forecast"}, {&s_submitted, "submitted"}, {&s_bandwidth_call, "_bandwidth"},
-        {&s_measured, "measured"}, {&s_who_has, "who_has"}, {&s_arrive, "_arrive"},
+        {&s_measured, "measured"}, {&s_who_has, "who_has"}, {&s_arrive, "_arrive"}, {&s_link_memory, "memory"},
+        {&s_remembered, "bandwidth"},
     };
     for (size_t i = 0; i < sizeof(forecast_strings) / sizeof(forecast_strings[0]); i++) {
         if (intern(forecast_strings[i].target, forecast_strings[i].text) < 0)
@@ -2173,6 +2191,13 @@ PyInit__taskpath(void)
         return NULL;
     if ((forecast = PyImport_ImportModule("asafe.schedulers.forecast")) == NULL)
         return NULL;
+    memory_type = (PyTypeObject *)PyObject_GetAttrString(forecast, "PrefixMemory");
+    if (memory_type == NULL || !PyType_Check(memory_type)) {
+        Py_DECREF(forecast);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "asafe.schedulers.forecast.PrefixMemory must be a class");
+        return NULL;
+    }
     output_type = PyObject_GetAttrString(forecast, "_Output");
     place_of = output_type ? PyObject_GetAttrString(forecast, "_place") : NULL;
     pinned_of = place_of ? PyObject_GetAttrString(forecast, "_pinned") : NULL;

@@ -80,7 +80,10 @@ def _attach(plugin, scheduler, compiled):
     # worker plugin (the twins must not replace each other, nor an installation)
     plugin.scheduler = scheduler
     plugin._events = EventBatch(plugin.tracker)
-    plugin.forecast.share(PrefixMemory())  # each twin learns on its own
+    memory = PrefixMemory()  # each twin learns on its own, from a link an earlier installation measured
+    memory.bandwidth = memory.capacity = 2.5e8  # read until the twin measures a transfer of its own
+    plugin.forecast.share(memory)
+    plugin.link.memory = memory
     plugin._detach_signals = [plugin.forecast.attach()]
     plugin._count_runnable = True  # exercise the runnable count too
     plugin._probe_soon = lambda: None  # no link probe: each twin's would end at its own moment
