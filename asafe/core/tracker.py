@@ -32,8 +32,9 @@ its events in an :class:`EventBatch`, which the tracker drains at each read (a
 *feed*, :meth:`ModeTracker.add_feed`): the event path touches one small dict per
 task instead of the tracker's groups, sums and ring, and nothing read on the
 batch's thread is ever behind the events. The batch hands its finishes over in
-the order they were made, and a measurement made on the tracker directly (a
-transfer's :meth:`ModeTracker.observe`) drains the batch first, so the window
+the order they were made, with the work measured that no task was scheduled for
+(a transfer's, :meth:`EventBatch.measured`) in its place among them, and a
+measurement made on the tracker directly drains the batch first, so the window
 keeps the order in which work finished across both paths. On the scheduler's
 thread each call costs several times its isolated time, as it finds its objects
 out of the caches that Dask's own work per transition evicted; a tally touches
