@@ -851,7 +851,7 @@ class EventBatch:
         self._run(task_type, duration)
 
     def measured(self, task_type: str, prefix: str, duration: float, rest: float = 0.0) -> None:
-        """Work measured that was never scheduled (a transfer): ``finish(..., scheduled=False)``, then ``observe(rest)``.
+        """Work never scheduled (a transfer): ``finish(..., scheduled=False)``, then ``observe(rest)``.
 
         As :meth:`ModeTracker.finish` with ``scheduled=False``, then, where
         ``rest`` > 0, :meth:`ModeTracker.observe` of ``rest`` (more work of the

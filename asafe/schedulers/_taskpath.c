@@ -97,7 +97,8 @@ static PyObject *float_one;
 static PyObject *output_type, *place_of, *pinned_of; /* forecast._Output, forecast._place, forecast._pinned */
 static PyObject *s_workers_call, *s_memory_size, *s_worker_restrictions, *s_set_forecast, *s_submitted;
 static PyObject *s_tallies, *s_priors, *s_run_types, *s_run_seconds, *s_run_counts, *s_planned, *s_recent;
-static PyObject *s_arrive, *s_bandwidth_call, *s_measured, *s_who_has; /* forecast._bandwidth, LinkEstimate.measured, ts.who_has */
+/* _arrive; forecast._bandwidth, LinkEstimate.measured, ts.who_has */
+static PyObject *s_arrive, *s_bandwidth_call, *s_measured, *s_who_has;
 static PyTypeObject *link_type;   /* asafe.schedulers.bandwidth.LinkEstimate */
 static PyTypeObject *memory_type; /* asafe.schedulers.forecast.PrefixMemory */
 static PyObject *s_link_memory, *s_remembered; /* LinkEstimate.memory, PrefixMemory.bandwidth */
