@@ -18,6 +18,8 @@ while a graph runs (tasks that finish without an entry).
 """
 from __future__ import annotations
 
+import contextlib
+
 import time
 
 import dask
@@ -327,23 +329,10 @@ def test_a_method_patched_on_the_plugin_runs_instead_of_its_twin(cluster, client
     plugin._became_ready = lambda ts: ready.append(ts.key)
     plugin._maybe_evaluate = lambda now=None: evaluations.append(now)
     plugin._join_wave = lambda ts: waves.append(ts.key)
-
-    async def start():
-        _attach(plugin, cluster.scheduler, compiled=True)
-        cluster.scheduler.add_plugin(plugin, name="asafe-twin-patched")
-
-    async def stop():
-        cluster.scheduler.remove_plugin(name="asafe-twin-patched")
-        plugin.detach()
-
-    client.sync(start)
-    try:
-        assert plugin.compiled
+    with _compiled_alone(cluster, client, plugin):
         first = client.map(_inc, range(4))
         assert client.gather(client.map(_inc, first)) == [2, 3, 4, 5]
         del first
-    finally:
-        client.sync(stop)
     assert ready and evaluations and all(isinstance(now, float) for now in evaluations)
     assert waves  # update_graph's next wave goes through the patch too
 
@@ -358,20 +347,26 @@ def test_a_patched_arrive_runs_instead_of_its_twin(cluster, client, taskpath):
         return False  # nothing new: update_graph evaluates nothing
 
     plugin._arrive = arrive
+    with _compiled_alone(cluster, client, plugin):
+        assert client.gather(client.map(_inc, range(4))) == [1, 2, 3, 4]
+        assert arrivals == [4] and plugin.forecast.planned == 0.0
+        assert plugin.runtime.tracker.finished == 4  # the event path counted them as they became ready
 
+
+@contextlib.contextmanager
+def _compiled_alone(cluster, client, plugin, name="asafe-twin-patched"):
+    """One twin attached, compiled, beside nothing but the cluster (no checker, no Python twin)."""
     async def start():
         _attach(plugin, cluster.scheduler, compiled=True)
-        cluster.scheduler.add_plugin(plugin, name="asafe-twin-arrive")
+        cluster.scheduler.add_plugin(plugin, name=name)
 
     async def stop():
-        cluster.scheduler.remove_plugin(name="asafe-twin-arrive")
+        cluster.scheduler.remove_plugin(name=name)
         plugin.detach()
 
     client.sync(start)
     try:
         assert plugin.compiled
-        assert client.gather(client.map(_inc, range(4))) == [1, 2, 3, 4]
-        assert arrivals == [4] and plugin.forecast.planned == 0.0
-        assert plugin.runtime.tracker.finished == 4  # the event path counted them as they became ready
+        yield plugin
     finally:
         client.sync(stop)
