@@ -890,9 +890,8 @@ class EventBatch:
             self._run(task_type, rest)
 
     def _measured_by_tracker(self, task_type: str, prefix: str, duration: object, rest: object) -> None:
-        # what the batch does not check goes to the tracker, after the batch (the order kept), which
-        # rejects what is invalid; a rest that is a number <= 0 is nothing to observe
-        self.flush()
+        # what the batch does not check goes to the tracker, whose finish drains the batch first (the order
+        # kept, as for finish's own fallback) and rejects what is invalid; a rest <= 0 is nothing to observe
         self._tracker.finish(task_type, prefix, duration, scheduled=False)  # type: ignore[arg-type]
         if not (isinstance(rest, (int, float)) and rest <= 0):
             self._tracker.observe(task_type, rest)  # type: ignore[arg-type]
