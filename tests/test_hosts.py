@@ -159,6 +159,126 @@ def test_bad_settings_name_the_key():
     with dask.config.set({"asafe.distributed.host-signals.scope": "rack"}):
         with pytest.raises(InvalidSetting, match="asafe.distributed.host-signals.scope must be one of machine, netns"):
             host_signals.settings()
+    for fast in ("10ms", "soon", -1):
+        with dask.config.set({"asafe.distributed.host-signals.fast-interval": fast}):
+            with pytest.raises(InvalidSetting, match="asafe.distributed.host-signals.fast-interval must be"):
+                host_signals.settings()
+    with dask.config.set({"asafe.distributed.host-signals.fast-interval": 0}):
+        assert host_signals.settings()["fast_interval"] == 0.0
+        assert host_signals.watch_worker(object(), lambda report: None) is None  # 0: no watch
+
+
+def _report(busy: float, own: float, cpus: int = 2) -> dict:
+    return {"scope": "machine", "pid": os.getpid(), "cpus": cpus, "cpu": busy / cpus, "busy_cores": busy,
+            "own_cores": own, "memory": 0.5, "sampled": time.time(), "error": None}
+
+
+def test_a_host_watch_sends_what_moved_and_nothing_else():
+    """The watch's rule, tick by tick on a scripted sampler: the first sample is sent, then only a move of
+    FAST_CHANGE of the cpus or a change between known and unknown; one report in flight at a time; a
+    report that fails to go is counted and not retried until the load moves again."""
+    import asyncio
+
+    readings = [_report(0.5, 0.5), _report(0.6, 0.5), _report(2.0, 0.5), _report(float("nan"), 0.5),
+                _report(float("nan"), 0.5), _report(0.5, 0.5), _report(1.5, 0.5), _report(1.5, 0.5)]
+    sampler = host_signals.HostSampler("machine", interval=10.0)
+    sampler._psutil = object()  # primed: the watch's max_age decides
+    sampler._sample = lambda: readings.pop(0)
+    worker = type("W", (), {"metrics": {host_signals.HOST_SIGNALS: sampler}})()
+    sent, outcomes = [], [None] * 4 + [OSError("scheduler gone")]
+
+    async def send(report):
+        sent.append(outside(report))
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    outside = host_signals.outside_load
+
+    async def run():
+        watch = host_signals.HostWatch(worker, 0.0, send)
+        for _ in range(8):
+            watch.tick()
+            await asyncio.sleep(0)  # the send runs
+            await asyncio.sleep(0)
+        return watch
+
+    watch = asyncio.run(run())
+    # 0.0 sent; 0.05 is no news; 0.75 is; nan is (known -> unknown), nan again is not; 0.0 is; 0.5 is (fails);
+    # 0.5 again is not sent (no retry of the same reading)
+    assert [round(x, 2) if x == x else "nan" for x in sent] == [0.0, 0.75, "nan", 0.0, 0.5]
+    assert watch.sent == 4 and watch.failed == 1 and not readings
+
+    async def in_flight():  # a report not delivered yet: the next tick samples nothing
+        readings.extend([_report(0.5, 0.5), _report(2.0, 0.5)])
+        blocked = asyncio.get_running_loop().create_future()
+        slow = host_signals.HostWatch(worker, 0.0, lambda report: blocked)
+        slow.tick()
+        await asyncio.sleep(0)
+        slow.tick()
+        left = len(readings)
+        blocked.set_result(None)
+        await asyncio.sleep(0)
+        return left, slow.sent
+
+    assert asyncio.run(in_flight()) == (1, 1)
+
+
+def test_a_watched_host_reports_its_change_between_heartbeats(monkeypatch):
+    """While wire compression is on, a worker whose host the scheduler reads from the reports watches its
+    host and sends a change at once (``asafe_host``): the scheduler takes it and the domains act on it.
+
+    In process, without root: the scheduler is told the workers' host is not its own (so the hello's reply
+    asks for the watch), and the host's readings are scripted (quiet, then another job's two cores).
+    """
+    import asafe
+    from distributed import Client, LocalCluster
+
+    reading = {"report": _report(0.5, 0.5)}
+    monkeypatch.setattr(host_signals.HostSampler, "_sample", lambda self: dict(reading["report"], sampled=time.time()))
+    runtime = asafe.AdaptiveRuntime([
+        asafe.Optimization("wire-compression", asafe.Fixed(False)),
+        asafe.Optimization("hosts-quiet", asafe.Hysteresis(0.02, 0.1, metric="external_cpu"), initial=True),
+    ], dwell=0, dwell_tasks=0)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        handle = asafe.install(client, runtime)
+        plugin = cluster.scheduler.plugins["asafe"]
+        plugin._local_hosts = frozenset()  # the workers' host is another host than the scheduler's
+
+        async def hello(dask_worker):
+            await dask_worker.plugins["asafe"]._hello()
+            return dask_worker.plugins["asafe"]._watch_wanted
+
+        def watching():
+            return client.run(lambda dask_worker: bool(dask_worker.plugins["asafe"].host_watch
+                                                      and dask_worker.plugins["asafe"].host_watch.running))
+
+        assert all(client.run(hello).values())  # the reply asks for the watch ...
+        assert not any(watching().values()) and plugin.host_reports == 0  # ... but nothing compresses yet
+        plugin.runtime.optimizations["wire-compression"].domain = asafe.Fixed(120)
+        plugin.runtime.evaluate()  # compresses: the push starts the watches, whose first samples are sent
+        deadline = time.time() + 20
+        while plugin.host_reports < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert all(watching().values()) and plugin.host_reports >= 2
+        assert handle.state("hosts-quiet") is True
+        taken = plugin.host_reports
+        reading["report"] = _report(2.0, 0.0)  # another job's two cores on the host
+        deadline = time.time() + 20
+        while handle.state("hosts-quiet") is not False and time.time() < deadline:
+            time.sleep(0.05)
+        assert handle.state("hosts-quiet") is False and plugin.host_reports > taken  # a report brought it
+        seen = handle.info("hosts")["hosts"]
+        assert seen["signals"]["external_cpu"] == 1.0 and seen["watched_reports"] == plugin.host_reports
+        plugin.runtime.optimizations["wire-compression"].domain = asafe.Fixed(False)
+        plugin.runtime.evaluate()
+        deadline = time.time() + 20
+        while any(watching().values()) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not any(watching().values())  # off: the heartbeats carry the reports, as before
+        handle.uninstall()
+        assert "asafe_host" not in cluster.scheduler.handlers
 
 
 def test_the_scheduler_combines_the_workers_reports_in_process():

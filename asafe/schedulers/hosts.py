@@ -15,6 +15,19 @@ Worker side (:func:`attach_worker`, called by the worker plugin's ``setup``)
     busy cores, memory in use, its own process's cores (with its children, and
     its nanny), the host's cpus and its pid. One sampler serves every worker of
     a process (64 in-process workers sample once).
+Worker side, while wire compression is on (:class:`HostWatch`)
+    The heartbeats alone let a loaded host go unseen for 1-2 s (the sample
+    interval, then the next heartbeat, then the scheduler's next combination):
+    longer than a dwell, while compressing is exactly when another job's load
+    on a host slows every transfer the host takes part in. So while the
+    ``wire-compression`` state compresses, a worker whose host the scheduler
+    reads from the reports (the hello's reply says so: not where the scheduler
+    runs) samples every ``asafe.distributed.host-signals.fast-interval``
+    (100 ms) and sends its report at once (``asafe_host``, an RPC) when its
+    host's load moved by :data:`FAST_CHANGE` of its cpus since the report it
+    last sent; the scheduler takes it as the worker's latest and evaluates.
+    Nothing runs while the state is off, or on a worker the scheduler reads
+    with its own psutil (a ``LocalCluster``).
 Scheduler side (:class:`HostSignals`, attached by the scheduler plugin's ``start``)
     Groups the workers by host (``WorkerState.host``) and, per host:
 
@@ -67,6 +80,7 @@ nan
 """
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -80,8 +94,9 @@ from ..core import validate
 from ..core.signals import external_load
 from .protocol import logger
 
-__all__ = ["HOST_SIGNALS", "SIGNALS", "SCOPES", "HostSampler", "HostSignals", "attach", "attach_worker",
-           "combine", "detach_worker", "host_load", "info", "receive_report", "settings", "worker_report"]
+__all__ = ["HOST_SIGNALS", "SIGNALS", "SCOPES", "FAST_CHANGE", "HostSampler", "HostSignals", "HostWatch", "attach",
+           "attach_worker", "combine", "detach_worker", "host_load", "info", "receive_report", "settings",
+           "watch_worker", "worker_report"]
 
 #: Key of a worker's report in its heartbeat metrics (``WorkerState.metrics`` on the scheduler).
 HOST_SIGNALS = "asafe-host"
@@ -95,6 +110,11 @@ COMBINE_INTERVAL = 0.5
 _START_SLACK = 1.0
 #: Seconds between two scans for a worker's children.
 CHILDREN_REFRESH = 10.0
+#: A watched worker sends its report when its host's load (busy cores less its own, over the cpus) moved
+#: this much since the report it last sent: a real change, not the jitter of 100 ms samples.
+FAST_CHANGE = 0.1
+#: The least ``fast-interval`` above 0 (off): shorter samples would cost more than they tell.
+FAST_MINIMUM = 0.05
 
 _NAN = float("nan")
 
@@ -107,6 +127,13 @@ def settings() -> dict[str, Any]:
     'netns'
     """
     get = dask.config.get
+    fast_key = "asafe.distributed.host-signals.fast-interval"
+    fast_value = get(fast_key, "100ms")
+    fast = validate.duration(fast_value, fast_key)
+    if 0 < fast < FAST_MINIMUM:
+        raise validate.InvalidSetting(f"{fast_key} must be 0 (off) or a duration >= {FAST_MINIMUM:g} s such as "
+                                      f"'100ms', got {fast_value!r} (environment variable "
+                                      f"{validate.env_var(fast_key)})")
     return {
         "scope": validate.choice(get("asafe.distributed.host-signals.scope", "machine"),
                                  "asafe.distributed.host-signals.scope", SCOPES),
@@ -114,6 +141,7 @@ def settings() -> dict[str, Any]:
                                       "asafe.distributed.host-signals.interval", minimum=0.05),
         "stale": validate.duration(get("asafe.distributed.host-signals.stale", "10s"),
                                    "asafe.distributed.host-signals.stale", minimum=0.1),
+        "fast_interval": fast,
     }
 
 
@@ -154,6 +182,7 @@ class HostSampler:
         self._lock = threading.Lock()
         self._psutil: Any = None
         self._next = 0.0
+        self._sampled_at = -math.inf  # time.monotonic() of the last sample
         self._processes: dict[int, Any] = {}
         self._read_at: float | None = None  # time.time() of the last _cores reading
         self._children: list[int] = []
@@ -164,13 +193,17 @@ class HostSampler:
         return {"scope": self.scope, "pid": os.getpid(), "cpus": _NAN, "cpu": _NAN, "busy_cores": _NAN,
                 "own_cores": _NAN, "memory": _NAN, "sampled": time.time(), "error": error}
 
-    def __call__(self, worker: Any = None) -> dict[str, Any]:
+    def __call__(self, worker: Any = None, max_age: float | None = None) -> dict[str, Any]:
+        """The report: sampled anew where the last is ``interval`` old (or ``max_age``, a :class:`HostWatch`'s)."""
         now = time.monotonic()
-        if now < self._next or not self._lock.acquire(blocking=False):
+        due = now >= self._next or (max_age is not None and self._psutil is not None
+                                    and now - self._sampled_at >= max_age)
+        if not due or not self._lock.acquire(blocking=False):
             return self._report
         try:
             primed = self._psutil is not None
             self._next = now + (self.interval if primed else min(self.interval, 0.25))
+            self._sampled_at = now
             try:
                 self._report = self._sample() if primed else self._prime()
             except Exception as exc:  # never into the heartbeat; unknown, not idle
@@ -352,6 +385,129 @@ def detach_worker(worker: Any) -> None:
             del metrics[HOST_SIGNALS]
     except Exception:  # pragma: no cover - a worker without metrics
         pass
+
+
+class HostWatch:
+    """A worker's host sampled every ``interval`` while wire compression is on; a change sent at once.
+
+    The worker plugin starts it while the ``wire-compression`` state
+    compresses and the scheduler reads this worker's host from its reports,
+    and stops it otherwise (see the module docstring). Each :meth:`tick`
+    samples the host through the worker's heartbeat sampler (so the heartbeat
+    carries the latest sample too) and sends the report when the host's load
+    that this worker does not explain moved by :data:`FAST_CHANGE` of its cpus
+    since the report it last sent (the first sample after a start is sent).
+    One report is in flight at a time; one that fails is counted, not
+    retried until the load moves again.
+
+    Parameters
+    ----------
+    worker : distributed.Worker
+        Whose sampler (:func:`attach_worker`) is read.
+    interval : float
+        Seconds between two samples while watching.
+    send : callable
+        ``send(report)``, an awaitable that hands the report to the scheduler.
+
+    Examples
+    --------
+    >>> HostWatch.changed(0.3, None), HostWatch.changed(0.35, 0.3), HostWatch.changed(0.45, 0.3)
+    (True, False, True)
+    >>> nan = float("nan")
+    >>> HostWatch.changed(nan, 0.3), HostWatch.changed(nan, nan)
+    (True, False)
+    """
+
+    def __init__(self, worker: Any, interval: float, send: Callable[[dict], Any]) -> None:
+        self.worker = worker
+        self.interval = float(interval)
+        self._send = send
+        self._callback: Any = None
+        self._sent_level: float | None = None  # the load of the report last sent (None: send the next)
+        self._sending: asyncio.Future | None = None
+        self.sent = 0
+        self.failed = 0
+
+    @property
+    def running(self) -> bool:
+        """Whether it samples now."""
+        return self._callback is not None
+
+    def start(self) -> None:
+        """Sample every ``interval`` from now on (a no-op while it does); the first sample is sent."""
+        if self._callback is not None:
+            return
+        from tornado.ioloop import PeriodicCallback
+
+        self._sent_level = None
+        self._callback = PeriodicCallback(self.tick, self.interval * 1000)
+        self._callback.start()
+
+    def stop(self) -> None:
+        """Stop sampling (the heartbeats carry the reports, as before the start)."""
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    def tick(self) -> None:
+        """One sample; its report sent where the host's load moved (never raises)."""
+        try:
+            sampler = (getattr(self.worker, "metrics", None) or {}).get(HOST_SIGNALS)
+            if not isinstance(sampler, HostSampler) or (self._sending is not None and not self._sending.done()):
+                return
+            report = sampler(self.worker, max_age=self.interval)
+            level = outside_load(report)
+            if not self.changed(level, self._sent_level):
+                return
+            self._sent_level = level
+            self._sending = asyncio.ensure_future(self._deliver(dict(report)))
+        except Exception:  # a sample that fails is the heartbeat's to report (unknown); never into the loop
+            self.failed += 1
+            logger.debug("asafe: a host watch sample failed", exc_info=True)
+
+    async def _deliver(self, report: dict) -> None:
+        try:
+            await self._send(report)
+            self.sent += 1
+        except Exception as exc:  # the scheduler gone or without the handler: the heartbeats still carry it
+            self.failed += 1
+            logger.debug("asafe: a host report was not delivered (%s: %s)", type(exc).__name__, exc)
+
+    @staticmethod
+    def changed(level: float, sent: float | None) -> bool:
+        """Whether a load of ``level`` is news against the report last sent at ``sent`` (None: none yet)."""
+        if sent is None:
+            return True
+        if math.isnan(level) or math.isnan(sent):
+            return math.isnan(level) != math.isnan(sent)
+        return abs(level - sent) >= FAST_CHANGE
+
+
+def outside_load(report: Mapping[str, Any]) -> float:
+    """The busy cores of a worker's host that the worker's own processes do not explain, over its cpus.
+
+    A worker's own view (the scheduler's :func:`host_load` also takes out the
+    other workers of the host); ``nan`` where the report says unknown.
+
+    >>> outside_load({"busy_cores": 3.0, "own_cores": 1.0, "cpus": 4})
+    0.5
+    >>> outside_load({"busy_cores": float("nan"), "own_cores": 1.0, "cpus": 4})
+    nan
+    """
+    busy, own, cpus = (_number(report.get(k)) for k in ("busy_cores", "own_cores", "cpus"))
+    if math.isnan(busy) or math.isnan(own) or math.isnan(cpus) or cpus < 1:
+        return _NAN
+    return min(max(busy - own, 0.0) / cpus, 1.0)
+
+
+def watch_worker(worker: Any, send: Callable[[dict], Any]) -> HostWatch | None:
+    """A :class:`HostWatch` of ``worker`` at ``fast-interval``; None where that is 0 (off) or unreadable (logged)."""
+    try:
+        interval = settings()["fast_interval"]
+    except Exception:
+        logger.exception("asafe: the host watch of worker %s is off", getattr(worker, "address", "?"))
+        return None
+    return HostWatch(worker, interval, send) if interval > 0 else None
 
 
 # --------------------------------------------------------------------------- combining
@@ -584,4 +740,5 @@ def info(plugin: Any) -> dict[str, Any]:
     if host_signals is None:
         return {"signals": {}, "hosts": {}}
     return {"signals": dict(host_signals.read()), "hosts": host_signals.table(),
-            "rule": "the busiest host (the maximum over hosts with workers); nan if any is unknown"}
+            "rule": "the busiest host (the maximum over hosts with workers); nan if any is unknown",
+            "watched_reports": getattr(plugin, "host_reports", 0)}  # HostWatch reports taken between heartbeats

@@ -229,6 +229,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._ticker: Any = None  # reads the P2P counter while a barrier is pending (no events then)
         self._probing: Any = None  # the link probe in flight, if any
         self.probes: list[dict] = []  # what the link probes measured (or why they failed)
+        self.host_reports = 0  # workers' host reports taken between heartbeats (asafe_host)
         self._ready: set[str] = set()  # workers whose stream handler exists (said hello)
         self._version = 0
         self._unsubscribe: Any = None
@@ -278,6 +279,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         scheduler.handlers.update(
             {
                 "asafe_hello": self.hello,
+                "asafe_host": self.host_report,
                 "asafe_info": self.info,
                 "asafe_set_state": self.set_state,
                 "asafe_uninstall": self.uninstall,
@@ -359,8 +361,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._ticker = None
         scheduler = self.scheduler
         if scheduler is not None:
-            for op, handler in (("asafe_hello", self.hello), ("asafe_info", self.info),
-                                ("asafe_set_state", self.set_state), ("asafe_uninstall", self.uninstall)):
+            for op, handler in (("asafe_hello", self.hello), ("asafe_host", self.host_report),
+                                ("asafe_info", self.info), ("asafe_set_state", self.set_state),
+                                ("asafe_uninstall", self.uninstall)):
                 if scheduler.handlers.get(op) == handler:
                     del scheduler.handlers[op]
         self._ready.clear()
@@ -817,7 +820,35 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._ready.add(worker)
             if host is not None and hosts.receive_report(self, worker, host) and self._scheduled:
                 self._maybe_evaluate()  # an installation while a graph runs: its hosts are known now
-        return {"token": self.token, "version": self._version, "states": self.runtime.states, "time": time.time()}
+        return {"token": self.token, "version": self._version, "states": self.runtime.states, "time": time.time(),
+                "watch_host": self._reads_reports(worker)}
+
+    def _reads_reports(self, worker: str | None) -> bool:
+        # whether the mode reads this worker's host from its reports (not where the scheduler runs):
+        # then its worker plugin watches the host while wire compression is on (asafe.schedulers.hosts)
+        ws = self.scheduler.workers.get(worker) if worker is not None else None
+        return ws is not None and ws.host not in self._local_hosts
+
+    def host_report(self, worker: str | None = None, token: str | None = None, report: Any = None,
+                    **kwargs: Any) -> bool:
+        """A worker's host report between heartbeats (its load moved while wire compression is on): taken,
+        then the domains evaluated at once. Whether it was taken.
+
+        Sent by the worker plugin's host watch (:class:`asafe.schedulers.hosts.HostWatch`), only when the
+        load moved, so evaluating each costs no more than the change is worth.
+        """
+        if not self._attached or (token is not None and token != self.token):
+            return False
+        try:
+            if not hosts.receive_report(self, worker, report):
+                return False
+            self.host_reports += 1
+            self.runtime.evaluate()
+            self._next_evaluation = time.monotonic() + self.evaluate_interval  # the event path's latest too
+            return True
+        except Exception:
+            self._hook_failed("host_report")
+            return False
 
     def set_state(self, name: str, state: Any) -> dict[str, Any]:
         """Force a state (scripts, benchmarks); it is recorded and pushed like any transition."""

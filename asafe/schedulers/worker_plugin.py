@@ -81,6 +81,11 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         #: leave with the next task that finishes here (see the module docstring).
         self.unreported: list[dict] = []
         self.fallbacks: dict[str, int] = {}  # distributed internals missing: see _fallback
+        # the host watch (asafe.schedulers.hosts.HostWatch): while wire compression compresses and the
+        # scheduler reads this worker's host from its reports (the hello's reply says so)
+        self.host_watch: hosts.HostWatch | None = None
+        self._watch_wanted = False
+        self._compressing = False
 
     def __getstate__(self) -> dict[str, Any]:
         return {"token": self.token, "record_sizes": self.record_sizes}
@@ -120,6 +125,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         if worker.handlers.get("asafe_probe") == self.probe:
             del worker.handlers["asafe_probe"]
         hosts.detach_worker(worker)  # per-host signals (asafe.schedulers.hosts)
+        if self.host_watch is not None:
+            self.host_watch.stop()
         if self._published:
             board.clear()
             self._published = False
@@ -170,7 +177,10 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                     self.worker.address,
                 )
             return False
-        return self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
+        self._watch_wanted = bool(reply.get("watch_host"))  # an older scheduler plugin does not say: no watch
+        applied = self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
+        self._update_watch()
+        return applied
 
     def receive(self, token: str | None = None, version: int = 0, states: dict | None = None,
                 time: float | None = None, **kwargs: Any) -> None:
@@ -192,8 +202,27 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         self._published = True
         self._apply_threads(states.get(threads.NAME))
         self._prepare_wire(states.get(wire.NAME))
+        self._compressing = bool(states.get(wire.NAME))
+        self._update_watch()
         self.receipts.append((version, sent or 0.0, _now()))
         return True
+
+    def _update_watch(self) -> None:
+        # the host watch runs while wire compression compresses, where the scheduler reads the reports
+        try:
+            if self._compressing and self._watch_wanted:
+                if self.host_watch is None:
+                    self.host_watch = hosts.watch_worker(self.worker, self._send_host)
+                if self.host_watch is not None:
+                    self.host_watch.start()
+            elif self.host_watch is not None:
+                self.host_watch.stop()
+        except Exception:  # noqa: BLE001  (a hook never raises into the worker)
+            self._hook_failed("host-watch")
+
+    def _send_host(self, report: dict) -> Any:
+        """The host watch's delivery: the report to the scheduler plugin (``asafe_host``), an awaitable."""
+        return self.worker.scheduler.asafe_host(worker=self.worker.address, token=self.token, report=report)
 
     def _prepare_wire(self, state: Any) -> None:
         # wire-compression: its codecs imported in the background when a state that compresses arrives
