@@ -214,6 +214,35 @@ def finish(rt, n):
         rt.tracker.finish("compute", "inc", 0.001, scheduled=False)
 
 
+# --------------------------------------------------------------------------- moved signals and the dwell
+def loaded(external: float, ratio: float = 0.25) -> ModeVector:
+    return ModeVector(ratio_mode(ratio).shares, external_cpu=external)
+
+
+def test_a_toggle_moved_signals_make_waits_for_the_dwells_seconds_only():
+    # A worker's host report (asafe.schedulers.hosts.HostWatch): its load is no task measurement, so the
+    # dwell's task count does not hold what it toggles; the seconds still do.
+    rt = AdaptiveRuntime([Optimization("wire", Hysteresis(0.1, 0.3, metric="external_cpu"))], dwell=0.25,
+                         dwell_tasks=16, interval=0, signals=False)
+    rt.evaluate(loaded(0.0), now=0.0)
+    rt.evaluate(loaded(0.5), now=0.1, signals_changed=True)  # within the seconds: held
+    rt.evaluate(loaded(0.5), now=0.3)  # an ordinary evaluation: the task count holds it
+    rt.evaluate(loaded(0.5), now=0.3, signals_changed=True)
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (0.3, False)]
+
+
+def test_a_toggle_the_shares_drive_is_held_also_at_a_signals_change():
+    # The previous evaluation's shares with the new signals must make the toggle too: here the ratio
+    # (measurements) drives it, the report only came with it, and the task count holds it.
+    rt = make_arrival_runtime()
+    rt.evaluate(loaded(0.0), now=0.0)
+    rt.evaluate(loaded(0.0, ratio=math.inf), now=1.0, signals_changed=True)
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True)]
+    finish(rt, 16)
+    rt.evaluate(loaded(0.0, ratio=math.inf), now=1.1)
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (1.1, False)]
+
+
 def test_an_arrival_reads_the_trackers_scheduled_view():
     rt = make_arrival_runtime()
     rt.evaluate(SHIPPED, now=0.0)

@@ -335,7 +335,8 @@ class AdaptiveRuntime:
             self.evaluate()
 
     def evaluate(self, mode: ModeVector | None = None, now: float | None = None, *,
-                 arrival: bool = False, predicted: ModeVector | None = None) -> list[Transition]:
+                 arrival: bool = False, predicted: ModeVector | None = None,
+                 signals_changed: bool = False) -> list[Transition]:
         """Decide every optimization's state now; return the transitions made.
 
         Parameters
@@ -356,6 +357,13 @@ class AdaptiveRuntime:
         predicted : ModeVector, optional
             The scheduled view to check an arrival's toggle against instead of
             the tracker's (scripted runs, tests).
+        signals_changed : bool
+            Signals moved between two measurements of tasks: the distributed
+            scheduler plugin says so when a worker's host report arrives
+            (:class:`asafe.schedulers.hosts.HostWatch`). A toggle that the
+            previous evaluation's shares with the new signals also make waits
+            for the dwell's seconds only, not its finished tasks (see
+            ``_signals_make``).
 
         Examples
         --------
@@ -379,7 +387,7 @@ class AdaptiveRuntime:
             signals.update(self._read_sources())
             mode = self.tracker.mode(**signals)
         with self._lock:
-            self._mode = mode
+            previous, self._mode = self._mode, mode
             self._timeline.append((now, mode))
             if self._unchecked:
                 self._check_metrics(mode)
@@ -391,7 +399,8 @@ class AdaptiveRuntime:
                     continue
                 if self._dwell_allows(name, now) or (
                         arrival and self.arrivals_skip_dwell
-                        and self._predicted_agrees(opt, old, new, predicted, mode, now)):
+                        and self._predicted_agrees(opt, old, new, predicted, mode, now)) or (
+                        signals_changed and self._signals_make(opt, old, new, previous, mode, now)):
                     transitions.append(Transition(now, name, old, new, mode))
             if transitions:
                 self._apply(transitions)
@@ -403,7 +412,8 @@ class AdaptiveRuntime:
     # ratio measured on a handful of noisy tasks near a threshold would toggle at
     # every evaluation, paying the switching cost each time. A toggle is allowed
     # only once ``dwell`` seconds and ``dwell_tasks`` finished tasks have passed
-    # since the previous toggle of the same optimization.
+    # since the previous toggle of the same optimization (but for the two
+    # exceptions below: an arrival's, and one that moved signals make).
     def _dwell_allows(self, name: str, now: float) -> bool:
         last = self._last_toggle.get(name)
         if last is None:
@@ -427,6 +437,24 @@ class AdaptiveRuntime:
             if predicted is None:  # nothing scheduled: no prediction to agree
                 return False
         return _same(self._decide(opt, predicted, old, now), new)  # a domain that raises keeps the state: held
+
+    # A toggle that moved signals alone make waits for the dwell's seconds, not
+    # its finished tasks. The task count keeps a few noisy task measurements,
+    # and an optimization's effect on its own ratio, from flapping a state; a
+    # host's load is no measurement of tasks, the run's own work is left out of
+    # it (external_cpu), and a worker reports it only when it moved by a tenth
+    # of the host's cpus. Without this a loaded host waited, after it was seen,
+    # for 16 tasks to finish since compression came on (0.5-0.7 s on three
+    # hosts, docs/results/hosts-s35). The toggle must follow from the signals:
+    # the previous evaluation's shares with the new signals make it too, so a
+    # report cannot carry a toggle that the shares' measurements drive past the
+    # task count, and the seconds still hold (the signals' own jitter).
+    def _signals_make(self, opt: Optimization, old: Any, new: Any, previous: ModeVector | None,
+                      mode: ModeVector, now: float) -> bool:
+        last = self._last_toggle.get(opt.name)
+        if previous is None or (last is not None and now - last[0] < self.dwell):
+            return False
+        return _same(self._decide(opt, previous.replace(**mode.signals), old, now), new)
 
     def _check_metrics(self, mode: ModeVector) -> None:
         # Once per optimization, at its first evaluation: a metric that is no

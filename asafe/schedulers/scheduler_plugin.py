@@ -843,7 +843,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if not hosts.receive_report(self, worker, report):
                 return False
             self.host_reports += 1
-            self.runtime.evaluate()
+            self.runtime.evaluate(signals_changed=True)  # a toggle the host's load makes: the dwell's seconds
             self._next_evaluation = time.monotonic() + self.evaluate_interval  # the event path's latest too
             return True
         except Exception:

@@ -159,6 +159,13 @@ def _inc(x, delay=0.0):
     return x + 1
 
 
+def _inc_after(x, gate):
+    from distributed import Event
+
+    Event(gate).wait(30)  # set by the test once its next graph is submitted
+    return x + 1
+
+
 def _add(x, y):
     return x + y
 
@@ -330,9 +337,14 @@ def test_a_method_patched_on_the_plugin_runs_instead_of_its_twin(cluster, client
     plugin._maybe_evaluate = lambda now=None: evaluations.append(now)
     plugin._join_wave = lambda ts: waves.append(ts.key)
     with _compiled_alone(cluster, client, plugin):
-        first = client.map(_inc, range(4))
-        assert client.gather(client.map(_inc, first)) == [2, 3, 4, 5]
-        del first
+        from distributed import Event
+
+        gate = Event("asafe-test-gate", client=client)  # the first tasks run until the second graph is in
+        first = client.map(_inc_after, range(4), gate=gate.name)
+        second = client.map(_inc, first)  # arrives waiting on running tasks: update_graph's next wave
+        gate.set()
+        assert client.gather(second) == [2, 3, 4, 5]
+        del first, second
     assert ready and evaluations and all(isinstance(now, float) for now in evaluations)
     assert waves  # update_graph's next wave goes through the patch too
 
