@@ -337,9 +337,11 @@ def test_a_method_patched_on_the_plugin_runs_instead_of_its_twin(cluster, client
     plugin._maybe_evaluate = lambda now=None: evaluations.append(now)
     plugin._join_wave = lambda ts: waves.append(ts.key)
     with _compiled_alone(cluster, client, plugin):
+        import uuid
+
         from distributed import Event
 
-        gate = Event("asafe-test-gate", client=client)  # the first tasks run until the second graph is in
+        gate = Event(f"asafe-test-gate-{uuid.uuid4().hex}", client=client)  # set once the second graph is in
         first = client.map(_inc_after, range(4), gate=gate.name)
         second = client.map(_inc, first)  # arrives waiting on running tasks: update_graph's next wave
         gate.set()
