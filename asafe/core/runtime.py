@@ -414,12 +414,13 @@ class AdaptiveRuntime:
     # only once ``dwell`` seconds and ``dwell_tasks`` finished tasks have passed
     # since the previous toggle of the same optimization (but for the two
     # exceptions below: an arrival's, and one that moved signals make).
-    def _dwell_allows(self, name: str, now: float) -> bool:
+    def _dwell_allows(self, name: str, now: float, count_tasks: bool = True) -> bool:
         last = self._last_toggle.get(name)
         if last is None:
             return True
         last_time, last_finished = last
-        return now - last_time >= self.dwell and self.tracker.finished - last_finished >= self.dwell_tasks
+        return now - last_time >= self.dwell and (
+            not count_tasks or self.tracker.finished - last_finished >= self.dwell_tasks)
 
     # An arrival's toggle skips the dwell only where the scheduled view alone
     # makes it too. The blend gives the measured window its weight even at an
@@ -451,8 +452,7 @@ class AdaptiveRuntime:
     # task count, and the seconds still hold (the signals' own jitter).
     def _signals_make(self, opt: Optimization, old: Any, new: Any, previous: ModeVector | None,
                       mode: ModeVector, now: float) -> bool:
-        last = self._last_toggle.get(opt.name)
-        if previous is None or (last is not None and now - last[0] < self.dwell):
+        if previous is None or not self._dwell_allows(opt.name, now, count_tasks=False):
             return False
         return _same(self._decide(opt, previous.replace(**mode.signals), old, now), new)
 

@@ -497,7 +497,7 @@ def outside_load(report: Mapping[str, Any]) -> float:
     busy, own, cpus = (_number(report.get(k)) for k in ("busy_cores", "own_cores", "cpus"))
     if math.isnan(busy) or math.isnan(own) or math.isnan(cpus) or cpus < 1:
         return _NAN
-    return min(max(busy - own, 0.0) / cpus, 1.0)
+    return external_load(busy / cpus, own, int(cpus))
 
 
 def watch_worker(worker: Any, send: Callable[[dict], Any]) -> HostWatch | None:

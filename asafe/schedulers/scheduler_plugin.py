@@ -406,8 +406,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             path = self._path  # the compiled twin of _arrive, where compiled
             if not (path.arrive if path is not None else self._arrive)(tasks):
                 return
-            self.runtime.evaluate(arrival=True)
-            self._next_evaluation = time.monotonic() + self.evaluate_interval  # the event path's latest too
+            self._evaluate_now(arrival=True)
             if not self.link.known and (self.forecast.planned > 0 or self.p2p.pending):
                 self._probe_soon()  # this graph moves data over a link nothing has measured yet
         except Exception:
@@ -496,6 +495,12 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     # event path's latest evaluation: graphs shorter than the interval, submitted
     # one after another, evaluated twice each before (about a third of their
     # hooks' cost, docs/results/scheduler-s34).
+    def _evaluate_now(self, **event: bool) -> None:
+        # an event's evaluation (a graph's arrival, a host's report), out of the interval; it counts as
+        # the event path's latest, which then waits its interval from here
+        self.runtime.evaluate(**event)
+        self._next_evaluation = time.monotonic() + self.evaluate_interval
+
     def _maybe_evaluate(self, now: float | None = None) -> None:
         if now is None:
             now = time.monotonic()
@@ -843,8 +848,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if not hosts.receive_report(self, worker, report):
                 return False
             self.host_reports += 1
-            self.runtime.evaluate(signals_changed=True)  # a toggle the host's load makes: the dwell's seconds
-            self._next_evaluation = time.monotonic() + self.evaluate_interval  # the event path's latest too
+            self._evaluate_now(signals_changed=True)  # a toggle the host's load makes: the dwell's seconds
             return True
         except Exception:
             self._hook_failed("host_report")

@@ -179,7 +179,8 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             return False
         self._watch_wanted = bool(reply.get("watch_host"))  # an older scheduler plugin does not say: no watch
         applied = self._apply(reply["token"], reply["version"], reply["states"], reply["time"])
-        self._update_watch()
+        if not applied:  # _apply updates the watch itself; its states unchanged, the reply's watch_host may not be
+            self._update_watch()
         return applied
 
     def receive(self, token: str | None = None, version: int = 0, states: dict | None = None,
