@@ -219,16 +219,45 @@ def loaded(external: float, ratio: float = 0.25) -> ModeVector:
     return ModeVector(ratio_mode(ratio).shares, external_cpu=external)
 
 
-def test_a_toggle_moved_signals_make_waits_for_the_dwells_seconds_only():
+def signals_runtime(dwell=0.25, dwell_tasks=16):
+    opt = Optimization("wire", Hysteresis(0.1, 0.3, metric="external_cpu"))
+    return AdaptiveRuntime([opt], dwell=dwell, dwell_tasks=dwell_tasks, interval=0, signals=False)
+
+
+def test_a_toggle_moved_signals_make_skips_the_dwells_seconds_once():
     # A worker's host report (asafe.schedulers.hosts.HostWatch): its load is no task measurement, so the
-    # dwell's task count does not hold what it toggles; the seconds still do.
-    rt = AdaptiveRuntime([Optimization("wire", Hysteresis(0.1, 0.3, metric="external_cpu"))], dwell=0.25,
-                         dwell_tasks=16, interval=0, signals=False)
-    rt.evaluate(loaded(0.0), now=0.0)
-    rt.evaluate(loaded(0.5), now=0.1, signals_changed=True)  # within the seconds: held
-    rt.evaluate(loaded(0.5), now=0.3)  # an ordinary evaluation: the task count holds it
-    rt.evaluate(loaded(0.5), now=0.3, signals_changed=True)
-    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (0.3, False)]
+    # dwell's task count does not hold what it toggles, and its seconds hold only a report's second toggle.
+    rt = signals_runtime()
+    rt.evaluate(loaded(0.0), now=0.0)  # on, at an arrival say
+    rt.evaluate(loaded(0.5), now=0.05)  # an ordinary evaluation: the dwell holds it
+    rt.evaluate(loaded(0.5), now=0.1, signals_changed=True)  # the report: off within the seconds
+    rt.evaluate(loaded(0.0), now=0.15, signals_changed=True)  # the load went: held, the last toggle skipped
+    rt.evaluate(loaded(0.0), now=0.3, signals_changed=True)  # 0.2 s after the off: still held
+    rt.evaluate(loaded(0.0), now=0.36, signals_changed=True)  # the dwell's seconds since the off
+    rt.evaluate(loaded(0.5), now=0.4, signals_changed=True)  # that one waited: this one may skip
+    assert [(t.time, t.new) for t in rt.history] == [(0.0, True), (0.1, False), (0.36, True), (0.4, False)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 0.6), st.floats(0.001, 0.3), st.booleans()), min_size=1, max_size=60),
+       st.floats(0.05, 1.0))
+def test_reports_of_a_flickering_load_toggle_at_most_twice_a_dwell(steps, dwell):
+    # Whatever the loads reported and the gaps between evaluations: no three toggles within one dwell, and
+    # a toggle within the seconds of the one before came at a report whose signals make it.
+    rt = signals_runtime(dwell=dwell, dwell_tasks=0)
+    now, made_by = 0.0, {}
+    for external, gap, report in steps:
+        now += gap
+        before = len(rt.history)
+        rt.evaluate(loaded(external), now=now, signals_changed=report)
+        if len(rt.history) > before:
+            made_by[now] = report
+    times = [t.time for t in rt.history]
+    for first, third in zip(times, times[2:]):
+        assert third - first >= dwell
+    for earlier, later in zip(times, times[1:]):
+        if later - earlier < dwell:
+            assert made_by[later]
 
 
 def test_a_toggle_the_shares_drive_is_held_also_at_a_signals_change():

@@ -196,6 +196,7 @@ class AdaptiveRuntime:
         size = settings["history_size"] if history_size is None else history_size
         self._states = {opt.name: opt.initial for opt in opts}
         self._last_toggle: dict[str, tuple[float, int]] = {}
+        self._skipped_seconds: set[str] = set()  # optimizations whose last toggle came within the dwell's seconds
         self._history: deque[Transition] = deque(maxlen=size)
         self._transition_counts: dict[str, int] = {}  # every transition, also those history let go
         self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
@@ -439,20 +440,27 @@ class AdaptiveRuntime:
                 return False
         return _same(self._decide(opt, predicted, old, now), new)  # a domain that raises keeps the state: held
 
-    # A toggle that moved signals alone make waits for the dwell's seconds, not
-    # its finished tasks. The task count keeps a few noisy task measurements,
-    # and an optimization's effect on its own ratio, from flapping a state; a
-    # host's load is no measurement of tasks, the run's own work is left out of
-    # it (external_cpu), and a worker reports it only when it moved by a tenth
-    # of the host's cpus. Without this a loaded host waited, after it was seen,
-    # for 16 tasks to finish since compression came on (0.5-0.7 s on three
-    # hosts, docs/results/hosts-s35). The toggle must follow from the signals:
-    # the previous evaluation's shares with the new signals make it too, so a
-    # report cannot carry a toggle that the shares' measurements drive past the
-    # task count, and the seconds still hold (the signals' own jitter).
+    # A toggle that moved signals alone make is held neither by the dwell's
+    # finished tasks nor, once, by its seconds. The task count keeps a few
+    # noisy task measurements, and an optimization's effect on its own ratio,
+    # from flapping a state; a host's load is no measurement of tasks, the
+    # run's own work is left out of it (external_cpu), and a worker reports it
+    # only when it moved by a tenth of the host's cpus. Without this a loaded
+    # host waited, after it was seen, for 16 tasks to finish since compression
+    # came on (0.5-0.7 s on three hosts, docs/results/hosts-s35), then for the
+    # 250 ms since the arrival had turned it on (docs/results/hosts-s36). The
+    # seconds hold against the signals' own jitter: a report's toggle skips
+    # them only where the toggle before it did not skip them (an arrival's or
+    # a report's), so two toggles can come within one dwell but never a third:
+    # a load that flickers across the domain's band flaps the state at most
+    # once a dwell, as the dwell alone would let it every other dwell. The
+    # toggle must follow from the signals: the previous evaluation's shares
+    # with the new signals make it too, so a report cannot carry a toggle that
+    # the shares' measurements drive past the dwell.
     def _signals_make(self, opt: Optimization, old: Any, new: Any, previous: ModeVector | None,
                       mode: ModeVector, now: float) -> bool:
-        if previous is None or not self._dwell_allows(opt.name, now, count_tasks=False):
+        if previous is None or (opt.name in self._skipped_seconds
+                                and not self._dwell_allows(opt.name, now, count_tasks=False)):
             return False
         return _same(self._decide(opt, previous.replace(**mode.signals), old, now), new)
 
@@ -532,6 +540,10 @@ class AdaptiveRuntime:
     def _apply(self, transitions: list[Transition]) -> None:
         for t in transitions:
             self._states[t.optimization] = t.new
+            if self._dwell_allows(t.optimization, t.time, count_tasks=False):
+                self._skipped_seconds.discard(t.optimization)
+            else:  # an arrival's or a report's toggle within the seconds (see _signals_make)
+                self._skipped_seconds.add(t.optimization)
             self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
             self._history.append(t)
             self._transition_counts[t.optimization] = self._transition_counts.get(t.optimization, 0) + 1
