@@ -400,6 +400,18 @@ class HostWatch:
     One report is in flight at a time; one that fails is counted, not
     retried until the load moves again.
 
+    A start samples at once: that sample's window reaches back to the
+    heartbeat's last (up to ``interval`` of the heartbeat sampler, a second),
+    so a load that began a moment ago reads diluted in it; the next, one
+    ``interval`` later, reads that load whole. A tick samples anew where the
+    last sample is half an ``interval`` old: the periodic callback fires a few
+    milliseconds early at times, and a tick that took the sample it found
+    (``max_age`` of a whole interval) left the load to the next tick, an
+    interval later (the watch's log in docs/results/hosts-s36). The ticks run
+    on the worker's event loop: they come late where something holds it (a
+    codec that kept the GIL through a 40 MiB frame did, until
+    :mod:`asafe.schedulers.wire` released it).
+
     Parameters
     ----------
     worker : distributed.Worker
@@ -442,6 +454,7 @@ class HostWatch:
         self._sent_level = None
         self._callback = PeriodicCallback(self.tick, self.interval * 1000)
         self._callback.start()
+        self.tick()  # the window starts now (see the class docstring)
 
     def stop(self) -> None:
         """Stop sampling (the heartbeats carry the reports, as before the start)."""
@@ -455,7 +468,7 @@ class HostWatch:
             sampler = (getattr(self.worker, "metrics", None) or {}).get(HOST_SIGNALS)
             if not isinstance(sampler, HostSampler) or (self._sending is not None and not self._sending.done()):
                 return
-            report = sampler(self.worker, max_age=self.interval)
+            report = sampler(self.worker, max_age=self.interval / 2)
             level = outside_load(report)
             if not self.changed(level, self._sent_level):
                 return
