@@ -142,3 +142,20 @@ def test_the_sample_times_its_candidates_on_the_threads_cpu_clock(monkeypatch):
     wall = iter(range(10**9))
     monkeypatch.setattr(wire.time, "perf_counter", lambda: next(wall) * 0.005)
     assert _choose(x, 120) == wire.ZEROS
+
+
+def test_blosc2_releases_the_gil_while_the_codec_is_enabled_and_disable_puts_it_back():
+    """blosc2 holds the GIL through a call unless told otherwise, and a frame compressed on distributed's
+    offload thread then held the worker's event loop for the whole call (the module docstring); the wire's
+    first use of blosc2 releases it, and disable() restores what it found."""
+    import blosc2
+
+    wire.disable()
+    blosc2.set_releasegil(False)  # what a process has before asafe
+    wire.enable()
+    wire.decompress_frame(wire.compress_frame(np.arange(4096.0).tobytes()))  # the first use imports blosc2
+    assert blosc2.set_releasegil(True) is True  # it was released
+    wire.disable()
+    assert blosc2.set_releasegil(False) is False  # put back
+    wire.enable()  # re-enabled: released again
+    assert blosc2.set_releasegil(True) is True

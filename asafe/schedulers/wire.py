@@ -79,6 +79,19 @@ that fails to decompress raises :class:`WireDecompressionError`, an ``OSError``:
 the receiving worker treats it as a failed transfer and Dask fetches the data
 elsewhere or recomputes it.
 
+The event loop. distributed compresses a large message off the event loop
+(its offload thread, above ``distributed.comm.offload``), and decompresses it
+there too, but blosc2 holds the GIL through a call unless told otherwise, so
+a 40 MiB frame held the worker's event loop for the 70 ms its compression took
+(a thread ticking every millisecond ran 10 times in 0.4 s of blosc2 calls; 160
+times with the GIL released), and with it the worker's heartbeats, its other
+transfers and the host watch (samples 0.1 s apart arrived 0.3-0.6 s apart while
+it compressed, docs/results/hosts-s36). So the first use of blosc2 in a
+process calls ``blosc2.set_releasegil(True)``: the setting is the process's,
+and blosc2 calls elsewhere in it release the GIL too (the results are the same;
+blosc2 says that releasing costs a little on small blocks); :func:`disable`
+puts back the value it found.
+
 Costs. The codec's seconds are metered with distributed's ``context_meter``
 (labels ``asafe-compress`` and ``asafe-decompress``), so they show on Dask's
 Fine Performance Metrics page under the activity that paid them (``get-data``,
@@ -257,6 +270,7 @@ def enable() -> None:
         _meter = context_meter
         compression.compressions[CODEC] = compression.Compression(CODEC, compress_frame, decompress_frame)
         compression.compressions[ZEROS_CODEC] = compression.Compression(ZEROS_CODEC, elide_zeros, decompress_zeros)
+        _release_gil()  # after a disable() put blosc2's setting back
         if _enabled:
             return
         if not _counters:
@@ -280,6 +294,8 @@ def disable() -> None:
             serialize.families[family] = original
         _originals.clear()
         _enabled = False
+        if "releasegil_before" in _blosc2:  # blosc2's GIL setting as this module found it
+            _blosc2["blosc2"].set_releasegil(_blosc2.pop("releasegil_before"))
 
 
 def enabled() -> bool:
@@ -650,13 +666,20 @@ def _library() -> dict[str, Any]:
             filters={"none": blosc2.Filter.NOFILTER, "shuffle": blosc2.Filter.SHUFFLE,
                      "bitshuffle": blosc2.Filter.BITSHUFFLE},
         )
+        _release_gil()
     return _blosc2
+
+
+def _release_gil() -> None:
+    # blosc2 releases the GIL in its calls from now on, in this process (see the module docstring);
+    # the value it had is kept for disable()
+    if _blosc2 and "releasegil_before" not in _blosc2:
+        _blosc2["releasegil_before"] = _blosc2["blosc2"].set_releasegil(True)
 
 
 def decompress_frame(data: Any) -> bytearray:
     """Decompress one frame into a new writable buffer, or raise :class:`WireDecompressionError`."""
-    import blosc2
-
+    blosc2 = _library()["blosc2"]  # not a bare import: the first use releases the GIL (module docstring)
     start = time.perf_counter()
     length = memoryview(data).nbytes
     try:
