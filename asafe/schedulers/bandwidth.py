@@ -33,12 +33,20 @@ durations), then the scheduler's own estimate (the configured
 heartbeats report theirs). The workers' figure counts logical bytes and the
 codec's time, which is why a measured figure comes first.
 
-The ``bandwidth`` signal (:meth:`LinkEstimate.signal`) answers in the same
-order with the capacity (this installation's, then the remembered one), except
-that it reads ``nan`` (unknown, which switches nothing) while the only figure is
-the scheduler's configured default: before anything was measured, Dask's
-100 MB/s would read as a slow link and switch wire compression on where the
-link may be 25 Gbit/s.
+The ``bandwidth`` signal (:meth:`LinkEstimate.signal`) reads only what asafe
+measured: the capacity (this installation's, then the remembered one), then
+the throughput (likewise), and ``nan`` (unknown, which switches nothing)
+before anything was measured; the scheduler plugin then probes the link at the
+first graph that will move data over it. Not the scheduler's estimate: before
+the workers report, that is Dask's configured 100 MB/s, which would read as a
+slow link and switch wire compression on where the link may be 25 Gbit/s; after,
+it is the workers' moving average of *logical* bytes per second, which
+compression raises. Behind a 1 Gbit/s link whose transfers asafe compressed (and
+so did not measure, below), the workers' figure crept up by 4-5% a run, from
+101 to 151 MB/s over ten runs of a P2P rechunk, and past the gate's 250 MB/s
+on three hosts, where it closed the gate at a graph's arrival and the run went
+uncompressed (docs/results/hosts-s36): compression switching itself off by its
+own effect.
 
 The link is measured without the wire codec's time: a compressed batch's time
 includes compressing and decompressing, so its wire bytes per second would
@@ -50,7 +58,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LinkEstimate", "probe", "configured_bandwidth"]
+__all__ = ["LinkEstimate", "probe"]
 
 
 class LinkEstimate:
@@ -94,13 +102,10 @@ class LinkEstimate:
     fall = 0.1
 
     def __init__(self, min_bytes: int = 0, memory: Any = None,
-                 fallback: Callable[[], float | None] | None = None, configured: float | None = None) -> None:
+                 fallback: Callable[[], float | None] | None = None) -> None:
         self.min_bytes = int(min_bytes)
         self.memory = memory
         self.fallback = fallback
-        #: The scheduler's configured default (``distributed.scheduler.bandwidth``): a fallback equal to it
-        #: is no measurement.
-        self.configured = configured
         #: The moving average of this installation's measured transfers (None before the first).
         self.measured: float | None = None
         #: The upper envelope of this installation's measured transfers (None before the first).
@@ -141,14 +146,16 @@ class LinkEstimate:
         return float(fallback or 0.0)
 
     def signal(self) -> float:
-        """The link's capacity where something measured it, else ``nan`` (the ``bandwidth`` signal).
+        """The link's capacity where asafe measured it, else ``nan`` (the ``bandwidth`` signal).
 
         The capacity of this installation, else the one an earlier installation
-        remembered, else the workers' own figure that the scheduler reports.
+        remembered, else either's throughput; never the scheduler's own
+        estimate, which counts the logical bytes of compressed transfers (see
+        the module docstring).
 
-        >>> link = LinkEstimate(fallback=lambda: 1e8, configured=1e8)
-        >>> link(), link.signal()
-        (100000000.0, nan)
+        >>> link = LinkEstimate(fallback=lambda: 3e8)  # the workers report 300 MB/s
+        >>> link(), link.signal()  # the throughput falls back on it; the signal does not
+        (300000000.0, nan)
         >>> link.observe(wire_bytes=2e8, seconds=1.0)
         >>> link.observe(wire_bytes=1e8, seconds=1.0)
         >>> link(), link.signal()  # the throughput, the capacity
@@ -157,15 +164,12 @@ class LinkEstimate:
         capacity = self.capacity or getattr(self.memory, "capacity", None)
         if capacity:
             return capacity
-        value = self()
-        if not self.measured and not getattr(self.memory, "bandwidth", None) and (
-                self.configured is not None and value == self.configured):
-            return math.nan
-        return value if value > 0 else math.nan
+        measured = self.measured or getattr(self.memory, "bandwidth", None)
+        return measured if measured and measured > 0 else math.nan
 
     @property
     def known(self) -> bool:
-        """Whether something measured the link (this installation, an earlier one, or the workers)."""
+        """Whether asafe measured the link (this installation or an earlier one on this scheduler)."""
         return not math.isnan(self.signal())
 
     def reset(self) -> None:
@@ -198,14 +202,3 @@ async def probe(scheduler: Any, nbytes: int, timeout: float) -> dict[str, Any]:
     if not seconds or not seconds > 0:
         raise ValueError(f"the probe took {seconds!r} seconds")
     return {"from": second.address, "to": first.address, "bytes": nbytes, "seconds": float(seconds)}
-
-
-def configured_bandwidth() -> float | None:
-    """``distributed.scheduler.bandwidth`` in bytes per second (the scheduler's estimate before any report)."""
-    import dask.config
-    from dask.utils import parse_bytes
-
-    try:
-        return float(parse_bytes(dask.config.get("distributed.scheduler.bandwidth")))
-    except Exception:
-        return None

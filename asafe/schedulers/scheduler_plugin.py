@@ -34,7 +34,7 @@ from ..core.runtime import AdaptiveRuntime
 from ..core.tracker import EventBatch
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
-from .bandwidth import LinkEstimate, configured_bandwidth, probe
+from .bandwidth import LinkEstimate, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
 from ..core.signals import local_host_names
@@ -219,8 +219,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.runnable = threads.RunnableCount(self._total_threads)  # the mode's "runnable_per_core" signal
         self._count_runnable = False  # only while that signal is attached (start): no domain reads it otherwise
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
-        self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth,
-                                 configured=configured_bandwidth())
+        self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth)
         self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=logical_size)
         self.p2p = P2PTraffic(self.tracker, self.link, self._worker_count, size=logical_size,
                               learned=lambda prefix: self.forecast.output_bytes.get(prefix, 0.0),

@@ -107,6 +107,30 @@ def test_the_link_is_probed_once_when_a_graph_moves_data_over_an_unknown_link(ma
             assert not handle.info("plugin")["plugin"]["probes"]
 
 
+def test_the_workers_own_bandwidth_is_never_the_links_signal(make_cluster_factory, installed):
+    """Dask's workers average the logical bytes per second of what they fetched, which compression raises
+    (it crept past the wire gate's 250 MB/s behind a 1 Gbit/s link, docs/results/hosts-s36): a scheduler
+    whose workers reported theirs still reads the link unknown until asafe measures it, and probes it."""
+    from dask.utils import parse_bytes
+    from distributed import Client
+
+    configured = parse_bytes(dask.config.get("distributed.scheduler.bandwidth"))
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        x = source(client)
+        with dask.config.set({"array.rechunk.method": "tasks"}):  # plain Dask moves 1 MiB pieces first
+            float(x.rechunk((128, 2048)).sum().compute())
+        deadline = time.monotonic() + 30
+        while client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.bandwidth) == configured:
+            assert time.monotonic() < deadline, "the workers never reported a bandwidth"
+            time.sleep(0.2)
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            assert math.isnan(client.run_on_scheduler(link_signal))
+            p2p_rechunk(client, x)
+            probes = handle.info("plugin")["plugin"]["probes"]
+        assert len(probes) == 1 and probes[0]["seconds"] > 0, probes
+
+
 def test_p2p_shards_are_compressed_for_a_peer_that_decodes(client, installed):
     from asafe.schedulers import wire
 
