@@ -362,9 +362,9 @@ class AdaptiveRuntime:
             Signals moved between two measurements of tasks: the distributed
             scheduler plugin says so when a worker's host report arrives
             (:class:`asafe.schedulers.hosts.HostWatch`). A toggle that the
-            previous evaluation's shares with the new signals also make waits
-            for the dwell's seconds only, not its finished tasks (see
-            ``_signals_make``).
+            previous evaluation's shares with the new signals also make is not
+            held by the dwell's finished tasks, nor by its seconds where the
+            toggle before it waited for them (see ``_signals_make``).
 
         Examples
         --------
