@@ -83,10 +83,10 @@ The event loop. distributed compresses a large message off the event loop
 (its offload thread, above ``distributed.comm.offload``), and decompresses it
 there too, but blosc2 holds the GIL through a call unless told otherwise, so
 a 40 MiB frame held the worker's event loop for the 70 ms its compression took
-(a thread ticking every millisecond ran 10 times in 0.4 s of blosc2 calls; 160
-times with the GIL released), and with it the worker's heartbeats, its other
-transfers and the host watch (samples 0.1 s apart arrived 0.3-0.6 s apart while
-it compressed, docs/results/hosts-s36). So the first use of blosc2 in a
+(a thread ticking every millisecond ticked 3 times through three compressions of
+a 38 MiB frame, 159 times with the GIL released: docs/results/hosts-s36/
+gil_probe.txt), and with it the worker's heartbeats, its other transfers and the
+host watch (its samples, due 0.1 s apart, came 0.3 s apart while it compressed). So the first use of blosc2 in a
 process calls ``blosc2.set_releasegil(True)``: the setting is the process's,
 and blosc2 calls elsewhere in it release the GIL too (the results are the same;
 blosc2 says that releasing costs a little on small blocks); :func:`disable`
