@@ -542,7 +542,7 @@ class AdaptiveRuntime:
             self._states[t.optimization] = t.new
             if self._dwell_allows(t.optimization, t.time, count_tasks=False):
                 self._skipped_seconds.discard(t.optimization)
-            else:  # an arrival's or a report's toggle within the seconds (see _signals_make)
+            else:  # an arrival's, a report's or a forced (set_state) toggle within the seconds (see _signals_make)
                 self._skipped_seconds.add(t.optimization)
             self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
             self._history.append(t)

@@ -86,11 +86,12 @@ a 40 MiB frame held the worker's event loop for the 70 ms its compression took
 (a thread ticking every millisecond ticked 3 times through three compressions of
 a 38 MiB frame, 159 times with the GIL released: docs/results/hosts-s36/
 gil_probe.txt), and with it the worker's heartbeats, its other transfers and the
-host watch (its samples, due 0.1 s apart, came 0.3 s apart while it compressed). So the first use of blosc2 in a
-process calls ``blosc2.set_releasegil(True)``: the setting is the process's,
-and blosc2 calls elsewhere in it release the GIL too (the results are the same;
-blosc2 says that releasing costs a little on small blocks); :func:`disable`
-puts back the value it found.
+host watch (its samples, due 0.1 s apart, came 0.3 s apart while it
+compressed). So the first use of blosc2 in a process calls
+``blosc2.set_releasegil(True)``: the setting is the process's, and blosc2 calls
+elsewhere in it release the GIL too (the results are the same; blosc2 says that
+releasing costs a little on small blocks); :func:`disable` puts back the value
+it found.
 
 Costs. The codec's seconds are metered with distributed's ``context_meter``
 (labels ``asafe-compress`` and ``asafe-decompress``), so they show on Dask's
