@@ -224,6 +224,37 @@ def test_a_host_watch_sends_what_moved_and_nothing_else():
     assert asyncio.run(in_flight()) == (1, 1)
 
 
+def test_a_host_watch_samples_at_its_start_and_anew_at_half_an_interval():
+    """A start samples at once (the next sample's window is then one interval, not back to the heartbeat's
+    last), and a tick samples anew where the last sample is half an interval old: the periodic callback fires
+    a few milliseconds early at times, and such a tick had taken the old sample (docs/results/hosts-s36)."""
+    import asyncio
+
+    sampler = host_signals.HostSampler("machine", interval=10.0)  # the heartbeats' sampler: once in 10 s
+    sampler._psutil = object()  # primed
+    readings = [_report(0.5, 0.5), _report(2.0, 0.5)]
+    sampler._sample = lambda: readings.pop(0)
+    worker = type("W", (), {"metrics": {host_signals.HOST_SIGNALS: sampler}})()
+    sent = []
+
+    async def send(report):
+        sent.append(host_signals.outside_load(report))
+
+    async def run():
+        watch = host_signals.HostWatch(worker, 1.0, send)
+        watch.start()  # samples now, before the periodic callback's first tick (a second away)
+        await asyncio.sleep(0)
+        first = list(sent)
+        sampler._sampled_at -= 0.6  # 0.6 of an interval later, a tick a little early for a whole one
+        watch.tick()
+        await asyncio.sleep(0)
+        watch.stop()
+        return first
+
+    assert asyncio.run(run()) == [0.0]
+    assert [round(x, 2) for x in sent] == [0.0, 0.75] and not readings
+
+
 def test_a_watched_host_reports_its_change_between_heartbeats(monkeypatch):
     """While wire compression is on, a worker whose host the scheduler reads from the reports watches its
     host and sends a change at once (``asafe_host``): the scheduler takes it and the domains act on it.
