@@ -195,8 +195,9 @@ class AdaptiveRuntime:
         self._signal_sources: dict[str, Callable[[], float]] = {}
         size = settings["history_size"] if history_size is None else history_size
         self._states = {opt.name: opt.initial for opt in opts}
-        self._last_toggle: dict[str, tuple[float, int]] = {}
-        self._skipped_seconds: set[str] = set()  # optimizations whose last toggle came within the dwell's seconds
+        # per optimization, its last toggle: (time, finished tasks then, whether it came within the dwell's
+        # seconds of the toggle before it: see _signals_make)
+        self._last_toggle: dict[str, tuple[float, int, bool]] = {}
         self._history: deque[Transition] = deque(maxlen=size)
         self._transition_counts: dict[str, int] = {}  # every transition, also those history let go
         self._timeline: deque[tuple[float, ModeVector]] = deque(maxlen=size)
@@ -419,7 +420,7 @@ class AdaptiveRuntime:
         last = self._last_toggle.get(name)
         if last is None:
             return True
-        last_time, last_finished = last
+        last_time, last_finished, _ = last
         return now - last_time >= self.dwell and (
             not count_tasks or self.tracker.finished - last_finished >= self.dwell_tasks)
 
@@ -459,7 +460,8 @@ class AdaptiveRuntime:
     # the shares' measurements drive past the dwell.
     def _signals_make(self, opt: Optimization, old: Any, new: Any, previous: ModeVector | None,
                       mode: ModeVector, now: float) -> bool:
-        if previous is None or (opt.name in self._skipped_seconds
+        last = self._last_toggle.get(opt.name)
+        if previous is None or (last is not None and last[2]
                                 and not self._dwell_allows(opt.name, now, count_tasks=False)):
             return False
         return _same(self._decide(opt, previous.replace(**mode.signals), old, now), new)
@@ -540,11 +542,9 @@ class AdaptiveRuntime:
     def _apply(self, transitions: list[Transition]) -> None:
         for t in transitions:
             self._states[t.optimization] = t.new
-            if self._dwell_allows(t.optimization, t.time, count_tasks=False):
-                self._skipped_seconds.discard(t.optimization)
-            else:  # an arrival's, a report's or a forced (set_state) toggle within the seconds (see _signals_make)
-                self._skipped_seconds.add(t.optimization)
-            self._last_toggle[t.optimization] = (t.time, self.tracker.finished)
+            # an arrival's, a report's or a forced (set_state) toggle may come within the seconds
+            within = not self._dwell_allows(t.optimization, t.time, count_tasks=False)
+            self._last_toggle[t.optimization] = (t.time, self.tracker.finished, within)
             self._history.append(t)
             self._transition_counts[t.optimization] = self._transition_counts.get(t.optimization, 0) + 1
             logger.info(
