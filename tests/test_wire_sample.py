@@ -1,0 +1,85 @@
+"""The wire codec's sample: how much of a frame it compresses, and the settings that say so.
+
+Which candidate the sample chooses depends on speeds measured on this machine
+and is measured by the benchmarks (``docs/results/workloads/1gbit-s37-sample``),
+not asserted here; what the sample compresses is.
+"""
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from asafe.core import validate
+from asafe.schedulers import wire
+
+KIB = 1 << 10
+
+
+@given(st.integers(0, 1 << 34), st.integers(1, 1 << 24), st.integers(0, 1 << 24), st.integers(0, 1 << 30))
+def test_a_frames_sample_is_an_eighth_of_it_between_the_settings(nbytes, least, extra, more):
+    most = least + extra
+    n = wire.sample_bytes(nbytes, least, most)
+    assert n == nbytes if nbytes <= least else least <= n <= most
+    if least < nbytes // 8 < most:
+        assert n == nbytes // 8
+    assert wire.sample_bytes(nbytes + more, least, most) >= n  # a longer frame never gets a shorter sample
+
+
+def _compressed_sizes(monkeypatch, frame_bytes, state, config=None):
+    """Sizes of the buffers one sample of an int-ids frame of ``frame_bytes`` compressed."""
+    sizes = []
+    compress = wire.compress_frame
+
+    def recording(data, typesize=8, codec=None, filter=None):
+        sizes.append(memoryview(data).nbytes)
+        return compress(data, typesize, codec, filter)
+
+    with dask.config.set(config or {}):
+        wire.enable()
+    monkeypatch.setattr(wire, "compress_frame", recording)
+    ids = np.random.default_rng(0).integers(0, 5000, frame_bytes // 8, dtype=np.int64)
+    wire._choices.clear()
+    wire._sample(memoryview(ids).cast("B"), 8, (state, "dask", "ndarray", ids.dtype.str, 8, 0, False))
+    return sizes
+
+
+@pytest.mark.parametrize("state", [120, "zstd"])
+def test_the_sample_of_a_large_frame_compresses_max_sample_size(monkeypatch, state):
+    try:
+        sizes = _compressed_sizes(monkeypatch, 16 << 20, state)
+        assert sizes and set(sizes) == {1 << 20}
+        sizes = _compressed_sizes(monkeypatch, 16 << 20, state, {"asafe.wire.max-sample-size": "256 KiB"})
+        assert set(sizes) == {256 * KIB}
+    finally:
+        wire.enable()  # the shipped settings again
+
+
+def test_the_sample_of_a_mid_sized_frame_is_an_eighth_and_of_a_short_one_all_of_it(monkeypatch):
+    try:
+        assert set(_compressed_sizes(monkeypatch, 2 << 20, 120)) == {256 * KIB}
+        assert set(_compressed_sizes(monkeypatch, 48 * KIB, 120, {"asafe.wire.min-size": "16 KiB"})) == {48 * KIB}
+    finally:
+        wire.enable()
+
+
+def test_a_max_sample_size_below_sample_size_is_refused_naming_both():
+    with pytest.raises(validate.InvalidSetting, match="max-sample-size.*'32 KiB'.*wire.sample-size.*'64 KiB'"):
+        wire.check_settings({"sample-size": "64 KiB", "max-sample-size": "32 KiB"})
+    with pytest.raises(validate.InvalidSetting, match="asafe.wire.max-sample-size"):
+        wire.check_settings({"max-sample-size": "lots"})
+
+
+def test_an_environment_variables_underscored_key_is_the_setting_it_names():
+    # DASK_ASAFE__WIRE__MAX_SAMPLE_SIZE: a shell cannot put a hyphen in a variable's name
+    env = dask.config.collect_env({"DASK_ASAFE__WIRE__MAX_SAMPLE_SIZE": "2 MiB", "DASK_ASAFE__WIRE__MIN_RATIO": "1.5"})
+    assert env == {"asafe": {"wire": {"max_sample_size": "2 MiB", "min_ratio": 1.5}}}
+    settings = wire.check_settings(env["asafe"]["wire"])
+    assert settings["max_sample_size"] == 2 << 20 and settings["min_ratio"] == 1.5
+    # both spellings in one dict (the defaults' and the variable's): the variable's wins
+    both = wire.check_settings({"max-sample-size": "1 MiB", "max_sample_size": "4 MiB"})
+    assert both["max_sample_size"] == 4 << 20
+    with pytest.raises(validate.InvalidSetting, match=r"unknown keys \['sample-sise'\]"):
+        wire.check_settings({"sample_sise": "1 MiB"})  # a typo is still caught
