@@ -50,16 +50,16 @@ def _compressed_sizes(monkeypatch, frame_bytes, state, config=None):
 def test_the_sample_of_a_large_frame_compresses_max_sample_size(monkeypatch, state):
     try:
         sizes = _compressed_sizes(monkeypatch, 16 << 20, state)
-        assert sizes and set(sizes) == {1 << 20}
+        assert set(sizes) == {64 * KIB, 1 << 20}  # the first 64 KiB of each candidate, then the sample
         sizes = _compressed_sizes(monkeypatch, 16 << 20, state, {"asafe.wire.max-sample-size": "256 KiB"})
-        assert set(sizes) == {256 * KIB}
+        assert set(sizes) == {64 * KIB, 256 * KIB}
     finally:
         wire.enable()  # the shipped settings again
 
 
 def test_the_sample_of_a_mid_sized_frame_is_an_eighth_and_of_a_short_one_all_of_it(monkeypatch):
     try:
-        assert set(_compressed_sizes(monkeypatch, 2 << 20, 120)) == {256 * KIB}
+        assert set(_compressed_sizes(monkeypatch, 2 << 20, 120)) == {64 * KIB, 256 * KIB}
         assert set(_compressed_sizes(monkeypatch, 48 * KIB, 120, {"asafe.wire.min-size": "16 KiB"})) == {48 * KIB}
     finally:
         wire.enable()
@@ -83,3 +83,24 @@ def test_an_environment_variables_underscored_key_is_the_setting_it_names():
     assert both["max_sample_size"] == 4 << 20
     with pytest.raises(validate.InvalidSetting, match=r"unknown keys \['sample-sise'\]"):
         wire.check_settings({"sample_sise": "1 MiB"})  # a typo is still caught
+
+
+def test_random_datas_sample_compresses_only_the_first_bytes(monkeypatch):
+    # no candidate shrinks random bytes: none is timed on the whole sample, and the frame goes as it is
+    sizes = []
+    compress = wire.compress_frame
+
+    def recording(data, typesize=8, codec=None, filter=None):
+        sizes.append(memoryview(data).nbytes)
+        return compress(data, typesize, codec, filter)
+
+    try:
+        wire.enable()
+        monkeypatch.setattr(wire, "compress_frame", recording)
+        noise = np.random.default_rng(0).random((16 << 20) // 8)
+        wire._choices.clear()
+        choice = wire._sample(memoryview(noise).cast("B"), 8, (120, "dask", "ndarray", "<f8", 8, 0, False))
+        assert choice[0] is None
+        assert sizes and set(sizes) == {64 * KIB}
+    finally:
+        wire.enable()
