@@ -104,3 +104,42 @@ def test_random_datas_sample_compresses_only_the_first_bytes(monkeypatch):
         assert sizes and set(sizes) == {64 * KIB}
     finally:
         wire.enable()
+
+
+@given(st.none() | st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 1, 2]), st.integers(0, 4096)),
+       st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, 1, 2])), st.integers(1, 512))
+def test_a_kinds_next_sample_waits_longer_only_while_its_codec_holds(previous, best, resample):
+    previous = None if previous is None else [previous[0], previous[1], 0, previous[2]]
+    frames = wire._next_sample(previous, best, resample)
+    assert resample <= frames <= wire._RESAMPLE_GROWTH * resample
+    holds = previous is not None and best[0] is not None and (previous[0], previous[1]) == best and previous[3] > 0
+    if not holds:
+        assert frames == resample  # a new choice, data sent as it is, or a frame that fell short: from resample
+    else:
+        assert frames == min(2 * previous[3], wire._RESAMPLE_GROWTH * resample)
+
+
+def _frames_sampled(data, state, frames):
+    wire.enable()
+    wire._choices.clear()
+    wire.reset_stats()
+    sampled = []
+    frame = memoryview(data).cast("B")
+    kind = (state, "dask", "ndarray", data.dtype.str, 8, 0, False)
+    for i in range(frames):
+        before = wire.stats()["samples"]
+        wire._maybe_compress(frame, 8, kind)
+        if wire.stats()["samples"] > before:
+            sampled.append(i)
+    return sampled
+
+
+def test_a_kind_whose_codec_holds_is_sampled_ever_less_often_and_random_data_every_resample():
+    ids = np.random.default_rng(0).integers(0, 5000, (256 * KIB) // 8, dtype=np.int64)
+    noise = np.random.default_rng(0).random((256 * KIB) // 8)
+    try:
+        # a named codec chooses its filter by size alone: the same filter at every sample
+        assert _frames_sampled(ids, "zstd", 600) == [0, 32, 96, 224, 480]
+        assert _frames_sampled(noise, 120, 100) == [0, 32, 64, 96]  # sent as it is: no growth
+    finally:
+        wire.enable()

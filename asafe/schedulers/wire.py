@@ -41,8 +41,9 @@ compressed with each candidate, and a candidate must shrink them by
 ``asafe.wire.min-ratio`` (and, for a link speed, send them faster than they go
 as they are, by a margin) or the frame goes as it is. The choice is kept per
 kind of frame (state, serializer family, type, dtype, frame position) for the
-next ``asafe.wire.resample`` frames of that kind, so random data costs one
-sample per ``resample`` frames, not one per frame. A frame whose full
+next ``asafe.wire.resample`` frames of that kind (twice as many each time a
+sample chooses the codec the last one did, up to eight times ``resample``), so
+random data costs one sample per ``resample`` frames, not one per frame. A frame whose full
 compression falls short of ``min-ratio`` is sent as it is and makes its kind
 sample again. The choices are the worker process's, not an installation's:
 a new ``asafe.install`` on the same workers goes on with them (a choice is
@@ -172,7 +173,10 @@ _blosc2: dict[str, Any] = {}  # see _library
 _importing = False  # see prepare
 _warm = False  # every candidate called once in this process (see _warm_up)
 _counters: dict[str, float] = {}
-_choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filter id, frames left before a sample]
+_choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filter id, frames left, frames it was given]
+#: A kind whose sample chose what it had chosen waits twice as many frames for its next one, up to this many
+#: times ``resample`` (see _sample).
+_RESAMPLE_GROWTH = 8
 #: A codec must send a sample this much sooner than sending it as it is (a link speed state).
 _MIN_GAIN = 0.1
 _saved = 0  # receiver: bytes the codec saved on frames received since take_received()
@@ -453,7 +457,7 @@ def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> tuple[byte
         compressed = elide_zeros(frame, typesize) if elide else compress_frame(frame, typesize, choice[0], choice[1])
     counters["compress_seconds"] += time.perf_counter() - begin
     if len(compressed) * settings["min_ratio"] > n:  # the sample promised more: sample this kind again
-        choice[2] = 0
+        choice[2] = choice[3] = 0  # and from `resample` frames again (the data changed)
         counters["skipped_frames"] += 1
         counters["skipped_bytes"] += n
         return None
@@ -534,8 +538,31 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     _counters["samples"] += 1
     if len(_choices) >= _MAX_KINDS:
         _choices.clear()
-    choice = _choices[kind] = [best[0], best[1], settings["resample"]]
+    choice = _choices[kind] = [best[0], best[1], *[_next_sample(_choices.get(kind), best, settings["resample"])] * 2]
     return choice
+
+
+def _next_sample(previous: list | None, best: tuple, resample: int) -> int:
+    """Frames of a kind before its next sample: ``resample``, doubled each time a sample chose as the last one did.
+
+    A sample of a large frame costs a worker 13-25 ms (six candidates on 1 MiB,
+    docs/results/workloads/1gbit-s37-sample), and a kind of frame that carries
+    a run's every transfer (the workloads suite's futures: 30 frames of 6 MB a
+    run) paid one per run, 5-8% of its time. Data whose choice holds is sampled
+    at most every ``resample * 8`` frames; a new choice, or a frame that fell
+    short of ``min-ratio``, starts again from ``resample``, so a kind whose data
+    changes is looked at as often as before. A kind sent as it is (random
+    data) is looked at every ``resample`` frames: its sample is the 64 KiB
+    look, and a kind that starts to compress should not wait 256 frames.
+
+    >>> _next_sample(None, (1, 2), 32), _next_sample([1, 2, 0, 32], (1, 2), 32), _next_sample([1, 2, 0, 256], (1, 2), 32)
+    (32, 64, 256)
+    >>> _next_sample([1, 2, 0, 128], (5, 2), 32), _next_sample([None, None, 0, 32], (None, None), 32)
+    (32, 32)
+    """
+    if previous is None or best[0] is None or (previous[0], previous[1]) != best or previous[3] <= 0:
+        return resample
+    return min(2 * previous[3], _RESAMPLE_GROWTH * resample)
 
 
 def sample_bytes(nbytes: int, least: int, most: int) -> int:
