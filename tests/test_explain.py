@@ -108,6 +108,18 @@ def test_runtime_explain_says_when_the_dwell_holds_a_state():
     assert explained["state"] is True and explained["asks"] is False
     assert explained["held"].startswith("held by the dwell: 1 s of 5 s")
     assert "held by the dwell" in str(explained).splitlines()[0]
+    # the dwell's two exceptions: a graph's arrival, and (once a dwell) a change of the signals alone
+    assert "arrival" in explained["held"] and "signals alone" in explained["held"]
+
+
+def test_explain_leaves_out_the_signals_exception_once_a_report_has_skipped_the_dwells_seconds():
+    rt = _runtime(Optimization("c", Hysteresis(0.5, 0.8, metric="external_cpu")), dwell=5.0)
+    rt.evaluate(mode=ModeVector({"compute": 1}, external_cpu=0.1), now=0.0)  # on
+    off = rt.evaluate(mode=ModeVector({"compute": 1}, external_cpu=0.9), now=1.0, signals_changed=True)
+    assert [t.new for t in off] == [False]  # a report's toggle within the seconds: the once of this dwell
+    rt.evaluate(mode=ModeVector({"compute": 1}, external_cpu=0.1), now=2.0)  # asks on, held
+    held = rt.explain("c")["held"]
+    assert held.startswith("held by the dwell: 1 s of 5 s") and "signals alone" not in held
 
 
 def test_unknown_metrics():

@@ -519,7 +519,10 @@ class AdaptiveRuntime:
                 seconds, tasks = when - last[0], finished - last[1]
                 if seconds < self.dwell or tasks < self.dwell_tasks:
                     held = (f"held by the dwell: {seconds:.3g} s of {self.dwell:g} s and {tasks} of "
-                            f"{self.dwell_tasks} finished tasks since its last change")
+                            f"{self.dwell_tasks} finished tasks since its last change; sooner where a graph's "
+                            f"arrival makes the change from its scheduled work")
+                    if not (last[2] and seconds < self.dwell):  # _signals_make's once-a-dwell rule
+                        held += ", or a change of the signals alone makes it (a host's load report)"
         return Explanation(
             optimization=name, state=state, asks=asks, held=held, time=when,
             mode={"ratio": json_number(mode.ratio), "shares": mode.shares,
