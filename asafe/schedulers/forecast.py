@@ -29,8 +29,7 @@ whose output crossed, times their logical size. The forecast is replaced by the
 real edges as soon as a consumer arrives.
 
 *Sizes.* An output's logical size (its dense-equivalent bytes, reported by the
-worker plugin, or Dask's ``nbytes``) is learned per key prefix (a moving mean over about its
-last 16 outputs, ``_LEARN_SIZE``), so a forecast
+worker plugin, or Dask's ``nbytes``) is learned per key prefix, so a forecast
 does not depend on whether compression is on: the optimization cannot flip its
 own signal. Before a prefix has been seen its size is unknown and its edges
 plan nothing; they are refined with the real size when the producer finishes,
@@ -49,9 +48,8 @@ Only a prefix this scheduler has never run starts unknown.
 producer is ready, running, or in memory with a consumer still to be served,
 and leave when that consumer finishes (the measured transfer then reaches the
 measured window) or when the output is released. A waiting producer counts once
-it joins the next wave (every dependency ready, running or in memory, or its
-one dependency in the wave: the scheduler plugin activates it then, as it
-counts its compute), so the mode
+it joins the next wave (every dependency ready, running or in memory: the
+scheduler plugin activates it then, as it counts its compute), so the mode
 weighs the wave about to run with its transfers; the rest of a large graph
 does not count yet.
 

@@ -151,8 +151,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         ``asafe.distributed.expected-transfers``.
     next_wave : bool, optional
         Count the next wave (waiting tasks whose every dependency is ready,
-        running or in memory, and the chains of single-dependency tasks behind
-        them) as scheduled, see the module docstring. Default
+        running or in memory) as scheduled, see the module docstring. Default
         ``asafe.distributed.next-wave``.
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
@@ -396,8 +395,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         decided here reaches every worker's stream ahead of the graph's first
         tasks. Tasks whose dependencies are all in memory are counted as scheduled
         at once (they are ready), then the next wave: tasks whose dependencies
-        are all ready, running or in memory, and the chains of single-dependency
-        tasks behind them (one wave only; the rest count when
+        are all ready, running or in memory (one wave only; the rest count when
         they join it). The forecast plans the transfers their dependencies will
         make (see :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
         """
