@@ -91,7 +91,6 @@ static double max_seconds;         /* asafe.core.tracker.MAX_SECONDS */
 static PyTypeObject *p2p_type;     /* asafe.schedulers.p2p.P2PTraffic */
 static PyTypeObject *forecast_type; /* asafe.schedulers.forecast.TransferForecast */
 static PyObject *learn_rate;       /* asafe.schedulers.forecast._LEARN */
-static PyObject *size_learn_rate;  /* asafe.schedulers.forecast._LEARN_SIZE */
 static PyObject *s_outputs, *s_output_bytes, *s_shipped, *s_edges, *s_active, *s_home, *s_items, *s_planned_total,
     *s_consumer, *s_forecast, *s_bandwidth_now, *s_refine;
 static PyObject *float_one;
@@ -420,11 +419,10 @@ p2p_active_at(PyObject *p2p, PyObject *now)
 
 /* ---------------------------------------------------------- the forecast */
 
-/* forecast._learn(table, prefix, value, rate): the moving average of ``prefix`` in ``table`` moves towards
- * ``value`` (a float) by ``rate`` (_LEARN, or _LEARN_SIZE for output sizes); the first value sets it. Python's
- * float arithmetic, step by step. 0 or -1. */
+/* forecast._learn(table, prefix, value): the moving average of ``prefix`` in ``table`` moves towards ``value``
+ * (a float) by _LEARN; the first value sets it. Python's float arithmetic, step by step. 0 or -1. */
 static int
-learn(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate)
+learn(PyObject *table, PyObject *prefix, PyObject *value)
 {
     PyObject *old = PyDict_GetItemWithError(table, prefix);
     if (old == NULL) {
@@ -434,7 +432,7 @@ learn(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate)
     }
     Py_INCREF(old);
     PyObject *difference = PyNumber_Subtract(value, old);
-    PyObject *step = difference ? PyNumber_Multiply(rate, difference) : NULL;
+    PyObject *step = difference ? PyNumber_Multiply(learn_rate, difference) : NULL;
     PyObject *moved = step ? PyNumber_Add(old, step) : NULL;
     Py_DECREF(old);
     Py_XDECREF(difference);
@@ -550,7 +548,7 @@ served(PyObject *forecast, PyObject *outputs, PyObject *ts, PyObject *dependenci
             if (prefix == NULL)
                 goto done;
             PyObject *crossed = PyFloat_FromDouble(there ? 0.0 : 1.0); /* float(worker not in out.home) */
-            int learned = crossed ? learn(shipped, prefix, crossed, learn_rate) : -1;
+            int learned = crossed ? learn(shipped, prefix, crossed) : -1;
             Py_DECREF(prefix);
             Py_XDECREF(crossed);
             if (learned < 0)
@@ -613,7 +611,7 @@ forecast_finished(PyObject *forecast, PyObject *ts, PyObject *worker, PyObject *
             PyObject *prefix = table ? PyObject_GetAttr(ts, s_prefix) : NULL;
             PyObject *name = prefix ? PyObject_GetAttr(prefix, s_name) : NULL;
             PyObject *value = name ? PyNumber_Float(logical) : NULL;
-            int learned = value ? learn(table, name, value, size_learn_rate) : -1;
+            int learned = value ? learn(table, name, value) : -1;
             Py_XDECREF(table);
             Py_XDECREF(prefix);
             Py_XDECREF(name);
@@ -1351,11 +1349,13 @@ done:
     return status;
 }
 
-/* _joins_wave(ts): 1 where waiting ``ts`` joins the wave (every dependency in memory or ready, or its one
- * dependency in the wave), 0 where not, -1 on an error. */
+/* _join_wave(ts): 0 or -1. */
 static int
-joins_wave(TaskPath *self, PyObject *ts)
+join_wave(TaskPath *self, PyObject *ts)
 {
+    int twin = run_patch(self, s_join_wave, ts);
+    if (twin <= 0)
+        return twin;
     int status = -1;
     PyObject *key = NULL, *run_spec = NULL, *state = NULL, *dependencies = NULL, *iterator = NULL, *dts = NULL;
     if ((key = PyObject_GetAttr(ts, s_key)) == NULL)
@@ -1410,14 +1410,19 @@ joins_wave(TaskPath *self, PyObject *ts)
                 goto done;
             }
             int is_ready = attr_true(entry, s_ready);
-            if (is_ready < 0 || (is_ready == 0 && fan_in != 1)) { /* one dependency: in the wave is enough */
-                status = is_ready < 0 ? -1 : 0;
+            if (is_ready <= 0) {
+                status = is_ready;
                 goto done;
             }
         }
         Py_CLEAR(dts);
     }
-    status = PyErr_Occurred() ? -1 : 1;
+    if (PyErr_Occurred())
+        goto done;
+    Py_DECREF(key);
+    if ((key = PyObject_GetAttr(ts, s_key)) == NULL) /* ts.key, read again as the Python call does */
+        goto done;
+    status = enter(self, key, Py_False);
 done:
     Py_XDECREF(key);
     Py_XDECREF(run_spec);
@@ -1425,66 +1430,6 @@ done:
     Py_XDECREF(dependencies);
     Py_XDECREF(iterator);
     Py_XDECREF(dts);
-    return status;
-}
-
-/* _join_wave(ts): 0 or -1. ``ts`` joins the wave where _joins_wave says so, then the chain of
- * single-dependency tasks after it (a list of pending tasks, not recursion). */
-static int
-join_wave(TaskPath *self, PyObject *ts)
-{
-    int twin = run_patch(self, s_join_wave, ts);
-    if (twin <= 0)
-        return twin;
-    PyObject *pending = PyList_New(0);
-    if (pending == NULL || PyList_Append(pending, ts) < 0) {
-        Py_XDECREF(pending);
-        return -1;
-    }
-    int status = 0;
-    while (status == 0 && PyList_GET_SIZE(pending) > 0) {
-        Py_ssize_t last = PyList_GET_SIZE(pending) - 1;
-        PyObject *task = Py_NewRef(PyList_GET_ITEM(pending, last));
-        if (PyList_SetSlice(pending, last, last + 1, NULL) < 0) {
-            Py_DECREF(task);
-            status = -1;
-            break;
-        }
-        int joins = joins_wave(self, task);
-        if (joins <= 0) {
-            status = joins;
-            Py_DECREF(task);
-            continue;
-        }
-        PyObject *key = PyObject_GetAttr(task, s_key);
-        status = key ? enter(self, key, Py_False) : -1;
-        Py_XDECREF(key);
-        PyObject *dependents = status == 0 ? PyObject_GetAttr(task, s_dependents) : NULL;
-        Py_DECREF(task);
-        if (status < 0 || dependents == NULL) {
-            status = -1;
-            break;
-        }
-        PyObject *iterator = PyObject_GetIter(dependents);
-        Py_DECREF(dependents);
-        if (iterator == NULL) {
-            status = -1;
-            break;
-        }
-        PyObject *dts;
-        while (status == 0 && (dts = PyIter_Next(iterator)) != NULL) {
-            PyObject *its = PyObject_GetAttr(dts, s_dependencies);
-            Py_ssize_t fan_in = its ? PyObject_Length(its) : -1;
-            Py_XDECREF(its);
-            if (fan_in < 0 || (fan_in == 1 && PyList_Append(pending, dts) < 0))
-                status = -1;
-            Py_DECREF(dts);
-        }
-        Py_DECREF(iterator);
-        if (status == 0 && PyErr_Occurred())
-            status = -1;
-    }
-    Py_DECREF(pending);
     return status;
 }
 
@@ -2242,9 +2187,8 @@ PyInit__taskpath(void)
         return NULL;
     forecast_type = (PyTypeObject *)PyObject_GetAttrString(forecast, "TransferForecast");
     learn_rate = forecast_type ? PyObject_GetAttrString(forecast, "_LEARN") : NULL;
-    size_learn_rate = learn_rate ? PyObject_GetAttrString(forecast, "_LEARN_SIZE") : NULL;
     Py_DECREF(forecast);
-    if (size_learn_rate == NULL)
+    if (learn_rate == NULL)
         return NULL;
     if ((forecast = PyImport_ImportModule("asafe.schedulers.forecast")) == NULL)
         return NULL;

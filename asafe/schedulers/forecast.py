@@ -89,16 +89,8 @@ from ..core.types import COMMUNICATION
 
 __all__ = ["TransferForecast", "PrefixMemory"]
 
-#: Weight of a new observation in the per-prefix moving average of the fraction that crossed (as the tracker
-#: learns durations).
+#: Weight of a new observation in the per-prefix moving averages (as the tracker learns durations).
 _LEARN = 0.5
-#: Weight of a new output's size in its prefix's moving average. A forecast sums the prefix's size over
-#: every edge of a graph, so it needs the prefix's mean, not its latest outputs: the misaligned difference
-#: of the workloads suite splits each chunk into one block and three slivers of one row or column under the
-#: same prefixes, and at 0.5 the average followed the last few outputs, slivers of 7 kB against a mean of
-#: 2 MB, so its graph's arrival planned no transfer and compression came on 0.13-0.57 s into the run
-#: (docs/results/workloads/1gbit-s37). 1/16 weighs about the last 16 outputs alike.
-_LEARN_SIZE = 1 / 16
 #: Scheduler states of a producer whose planned transfers count.
 _ACTIVE = frozenset({"queued", "no-worker", "processing", "memory"})
 
@@ -184,7 +176,7 @@ class TransferForecast:
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
         """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""
         if nbytes is not None and nbytes >= 0:
-            _learn(self.output_bytes, prefix, float(nbytes), _LEARN_SIZE)
+            _learn(self.output_bytes, prefix, float(nbytes))
         if crossed is not None:
             _learn(self.shipped, prefix, float(crossed))
 
@@ -273,7 +265,7 @@ class TransferForecast:
         if out is not None:
             self._produced(out, worker, logical)
         if logical is not None and logical >= 0:
-            _learn(self.output_bytes, ts.prefix.name, float(logical), _LEARN_SIZE)
+            _learn(self.output_bytes, ts.prefix.name, float(logical))
         if ts.dependencies:
             self._served(ts, worker, learn=True)
 
@@ -422,10 +414,10 @@ def _pinned(ts: Any) -> str | None:
     return None
 
 
-def _learn(table: dict[str, float], prefix: str, value: float, rate: float = _LEARN) -> None:
-    """Move ``prefix``'s moving average in ``table`` towards ``value`` by ``rate`` (the first value sets it)."""
+def _learn(table: dict[str, float], prefix: str, value: float) -> None:
+    """Move ``prefix``'s moving average in ``table`` towards ``value`` by :data:`_LEARN` (the first value sets it)."""
     old = table.get(prefix)
-    table[prefix] = value if old is None else old + rate * (value - old)
+    table[prefix] = value if old is None else old + _LEARN * (value - old)
 
 
 def _place(ts: Any) -> frozenset | None:

@@ -620,40 +620,20 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             for dts in ts.dependents:
                 self._join_wave(dts)
 
-    # A chain of single-dependency tasks joins the wave with its head: each
-    # waits on nothing but the one before it, so it runs as soon as that one
-    # ends, in the same phase. Without it, the wave stopped one step short of
-    # where a graph's transfers start: the misaligned difference of the
-    # workloads suite slices its inputs (ready), splits the slices and merges
-    # the pieces (each of one dependency), and only then subtracts pieces that
-    # live on different workers; its arrival counted the slices and the splits,
-    # no transfer, and compression came on 0.13-0.57 s into the run
-    # (docs/results/workloads/1gbit-s37). Only single-dependency consumers
-    # join this way, so a graph's reductions and fan-ins still count when
-    # their inputs are ready; the chain is walked with a list, not recursion.
     def _join_wave(self, ts: "TaskState") -> None:
-        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory, or its one
-        dependency is in the wave; then the chain of single-dependency tasks after it."""
-        pending = [ts]
-        while pending:
-            ts = pending.pop()
-            if self._joins_wave(ts):
-                self._enter(ts.key, ready=False)
-                pending.extend(dts for dts in ts.dependents if len(dts.dependencies) == 1)
-
-    def _joins_wave(self, ts: "TaskState") -> bool:
+        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory."""
         if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
-            return False
+            return
         dependencies = ts.dependencies
         if len(dependencies) > _WAVE_FAN_IN:
-            return False  # O(fan-in) per dependency edge would be quadratic: counted when ready
+            return  # O(fan-in) per dependency edge would be quadratic: counted when ready
         scheduled = self._scheduled
         for dts in dependencies:
             if dts.state != "memory":
                 entry = scheduled.get(dts.key)
-                if entry is None or not (entry.ready or len(dependencies) == 1):
-                    return False
-        return True
+                if entry is None or not entry.ready:
+                    return
+        self._enter(ts.key, ready=False)
 
     def _discard(self, key: Any, entry: Scheduled) -> None:
         self._events.flush()  # its add may still be in the batch
