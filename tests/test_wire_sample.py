@@ -116,7 +116,7 @@ def test_a_kinds_next_sample_waits_longer_only_while_its_codec_holds(previous, b
     if not holds:
         assert frames == resample  # a new choice, data sent as it is, or a frame that fell short: from resample
     else:
-        assert frames == min(2 * previous[3], wire._RESAMPLE_GROWTH * resample)
+        assert frames == max(resample, min(2 * previous[3], wire._RESAMPLE_GROWTH * resample))
 
 
 def _frames_sampled(data, state, frames):

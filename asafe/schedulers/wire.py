@@ -562,7 +562,7 @@ def _next_sample(previous: list | None, best: tuple, resample: int) -> int:
     """
     if previous is None or best[0] is None or (previous[0], previous[1]) != best or previous[3] <= 0:
         return resample
-    return min(2 * previous[3], _RESAMPLE_GROWTH * resample)
+    return max(resample, min(2 * previous[3], _RESAMPLE_GROWTH * resample))  # within [resample, 8 x resample]
 
 
 def sample_bytes(nbytes: int, least: int, most: int) -> int:
