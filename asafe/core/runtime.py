@@ -460,11 +460,15 @@ class AdaptiveRuntime:
     # the shares' measurements drive past the dwell.
     def _signals_make(self, opt: Optimization, old: Any, new: Any, previous: ModeVector | None,
                       mode: ModeVector, now: float) -> bool:
-        last = self._last_toggle.get(opt.name)
-        if previous is None or (last is not None and last[2]
-                                and not self._dwell_allows(opt.name, now, count_tasks=False)):
+        if previous is None or self._skipped_seconds(opt.name, now):
             return False
         return _same(self._decide(opt, previous.replace(**mode.signals), old, now), new)
+
+    def _skipped_seconds(self, name: str, now: float) -> bool:
+        # the last toggle came within the dwell's seconds of the one before, and those seconds
+        # have not passed since: a report's toggle may not skip them again (_signals_make)
+        last = self._last_toggle.get(name)
+        return last is not None and last[2] and not self._dwell_allows(name, now, count_tasks=False)
 
     def _check_metrics(self, mode: ModeVector) -> None:
         # Once per optimization, at its first evaluation: a metric that is no
@@ -510,6 +514,7 @@ class AdaptiveRuntime:
             when = self._timeline[-1][0] if self._timeline else None
             last = self._last_toggle.get(name)
             finished = self.tracker.finished
+            skipped = when is not None and self._skipped_seconds(name, when)
         part = explain_domain(opt.domain, mode, state)
         asks = part.get("asks")
         held = None
@@ -521,7 +526,7 @@ class AdaptiveRuntime:
                     held = (f"held by the dwell: {seconds:.3g} s of {self.dwell:g} s and {tasks} of "
                             f"{self.dwell_tasks} finished tasks since its last change; sooner where a graph's "
                             f"arrival makes the change from its scheduled work")
-                    if not (last[2] and seconds < self.dwell):  # _signals_make's once-a-dwell rule
+                    if not skipped:  # _signals_make's once-a-dwell rule
                         held += ", or a change of the signals alone makes it (a host's load report)"
         return Explanation(
             optimization=name, state=state, asks=asks, held=held, time=when,

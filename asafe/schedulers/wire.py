@@ -243,7 +243,7 @@ def check_settings(config: dict | None = None) -> dict[str, Any]:
 
 
 def _canonical_keys(raw: Any) -> dict[str, Any]:
-    """``asafe.wire`` with dask's spelling of a key made the shipped one (``sample_size`` is ``sample-size``).
+    """``asafe.wire`` with each key spelled as shipped: ``sample_size`` is ``sample-size``, as dask reads it.
 
     dask treats ``-`` and ``_`` in a key alike, and an environment variable
     cannot hold a ``-`` in most shells: ``DASK_ASAFE__WIRE__SAMPLE_SIZE`` arrives
@@ -538,7 +538,8 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
     _counters["samples"] += 1
     if len(_choices) >= _MAX_KINDS:
         _choices.clear()
-    choice = _choices[kind] = [best[0], best[1], *[_next_sample(_choices.get(kind), best, settings["resample"])] * 2]
+    frames = _next_sample(_choices.get(kind), best, settings["resample"])
+    choice = _choices[kind] = [best[0], best[1], frames, frames]
     return choice
 
 
