@@ -58,7 +58,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LinkEstimate", "probe"]
+__all__ = ["LinkEstimate", "PROBE_FETCHES", "probe"]
+
+#: How many times a link probe fetches its bytes (the worker plugin keeps the fastest fetch).
+PROBE_FETCHES = 2
 
 
 class LinkEstimate:
@@ -182,7 +185,8 @@ class LinkEstimate:
 
 
 async def probe(scheduler: Any, nbytes: int, timeout: float) -> dict[str, Any]:
-    """Measure the link once: one worker fetches ``nbytes`` of random bytes from another (the faster of two).
+    """Measure the link once: one worker fetches ``nbytes`` of random bytes from another (the fastest of
+    :data:`PROBE_FETCHES`).
 
     Random bytes, so that no compression shortens them; the faster of two
     fetches, so that a connection's set-up is left out. Workers on different

@@ -172,6 +172,16 @@ class TransferForecast:
     def _planned_seconds(self) -> float:
         return self.planned
 
+    def planned_bytes(self) -> float:
+        """The logical bytes :attr:`planned` stands for, at the bandwidth estimate now.
+
+        >>> forecast = TransferForecast(tracker=None, bandwidth=lambda: 1e8, workers=lambda: 2)
+        >>> forecast.planned = 0.25  # seconds
+        >>> forecast.planned_bytes()
+        25000000.0
+        """
+        return self.planned * self._bandwidth_now()
+
     # learning ---------------------------------------------------------------------
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
         """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""

@@ -34,7 +34,7 @@ from ..core.runtime import AdaptiveRuntime
 from ..core.tracker import EventBatch
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
-from .bandwidth import LinkEstimate, probe
+from .bandwidth import PROBE_FETCHES, LinkEstimate, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic
 from ..core.signals import local_host_names
@@ -56,7 +56,7 @@ __all__ = ["AdaptiveSchedulerPlugin", "Scheduled", "learned_duration", "prefix_m
 _ACTIVE = frozenset({"queued", "no-worker", "processing"})
 #: Seconds between two reads of the P2P counter while a barrier is pending.
 _TICK_MS = 200
-#: The link probe: bytes fetched (twice), its timeout, and how many tries per installation.
+#: The link probe: bytes fetched (bandwidth.PROBE_FETCHES times), its timeout, and how many tries per installation.
 _PROBE_BYTES = 8 * 2**20
 _PROBE_TIMEOUT = 30.0
 _MAX_PROBES = 3
@@ -406,7 +406,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if not (path.arrive if path is not None else self._arrive)(tasks):
                 return
             self._evaluate_now(arrival=True)
-            if not self.link.known and (self.forecast.planned > 0 or self.p2p.pending):
+            if not self.link.known and self._worth_probing():
                 self._probe_soon()  # this graph moves data over a link nothing has measured yet
         except Exception:
             self._hook_failed("update_graph")
@@ -522,6 +522,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         except Exception:
             self._hook_failed("tick")
 
+    def _worth_probing(self) -> bool:
+        # A probe sends PROBE_FETCHES x _PROBE_BYTES over the link, in the graph's time. A graph that
+        # plans fewer bytes than that (a reduction's partial sums, a map_overlap's halos) would pay more
+        # for the probe than compression could save it: 16 MiB on the lo of a 0.06 s sum of random
+        # floats took it to 0.19 s behind 1 Gbit/s (docs/results/workloads/probe-s38). Such a graph's
+        # transfers of bandwidth-min-bytes or more measure the link themselves. A P2P operation's
+        # inputs are often unsized at its arrival, and it moves a whole array: it is worth one.
+        return self.p2p.pending or self.forecast.planned_bytes() >= PROBE_FETCHES * _PROBE_BYTES
+
     def _probe_soon(self) -> None:
         # Once per installation at most _MAX_PROBES times; the link is measured as
         # a transfer would be (asafe.schedulers.bandwidth.probe)
@@ -533,8 +542,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         try:
             record = await probe(self.scheduler, _PROBE_BYTES, _PROBE_TIMEOUT)
             self.probes.append(record)
+            # remembered on the scheduler even where this installation ended while the probe ran
+            # (a short graph's): the next one starts from it instead of probing again
+            self.link.observe(record["bytes"], record["seconds"])
             if self._attached:
-                self.link.observe(record["bytes"], record["seconds"])
                 self.runtime.evaluate()
         except Exception as exc:  # a worker without the handler, a timeout: the link stays unknown
             self.probes.append({"error": f"{type(exc).__name__}: {exc}"})

@@ -26,6 +26,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import board, hosts, sizes, threads, wire
+from .bandwidth import PROBE_FETCHES
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
@@ -241,9 +242,10 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
             self._hook_failed("kernel-threads")
 
     async def probe(self, peer: str, nbytes: int) -> float:
-        """The link probe (the scheduler asks): fetch ``nbytes`` random bytes from ``peer`` twice; the faster, in seconds."""
+        """The link probe (the scheduler asks): fetch ``nbytes`` random bytes from ``peer``
+        :data:`~asafe.schedulers.bandwidth.PROBE_FETCHES` times; the fastest, in seconds."""
         best = float("inf")
-        for _ in range(2):
+        for _ in range(PROBE_FETCHES):
             start = time.perf_counter()
             payload = await self.worker.rpc(peer).asafe_probe_payload(nbytes=nbytes)
             best = min(best, time.perf_counter() - start)

@@ -107,6 +107,56 @@ def test_the_link_is_probed_once_when_a_graph_moves_data_over_an_unknown_link(ma
             assert not handle.info("plugin")["plugin"]["probes"]
 
 
+def test_a_graph_that_moves_less_than_the_probe_does_not_probe(make_cluster_factory, installed):
+    """A probe sends 16 MiB over the link in the graph's time: the sum of a persisted array (partial sums of
+    a few bytes cross) would pay more for it than compression could save it (behind 1 Gbit/s a 0.06 s
+    sum took 0.19 s, docs/results/workloads/probe-s38). A task rechunk of 64 MiB plans about 30 MiB across."""
+    from distributed import Client
+
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        x = client.persist(da.random.RandomState(1).random_sample((4096, 2048), chunks=(4096, 128)))
+        wait(x)
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            total = float(x.sum().compute())
+            assert float(x.sum().compute()) == total  # now with the partial sums' sizes learned: planned > 0
+            time.sleep(0.5)  # a probe on the loopback would have ended
+            assert not handle.info("plugin")["plugin"]["probes"]
+            assert math.isnan(client.run_on_scheduler(link_signal))
+            with dask.config.set({"array.rechunk.method": "tasks"}):
+                assert math.isclose(float(x.rechunk((128, 2048)).sum().compute()), total, rel_tol=1e-9)
+            deadline = time.monotonic() + 30
+            while not (probes := handle.info("plugin")["plugin"]["probes"]) and time.monotonic() < deadline:
+                time.sleep(0.05)  # the probe runs beside the graph and may end after it
+        assert len(probes) == 1 and probes[0]["seconds"] > 0, probes
+
+
+def test_a_probe_that_ends_after_its_installation_is_remembered(make_cluster_factory, installed):
+    """A short graph's installation may end while its probe runs: the link it measured is still the link,
+    and the next installation starts from it instead of probing again."""
+    from distributed import Client
+
+    async def probe_detached(dask_scheduler):
+        plugin = dask_scheduler.plugins["asafe"]
+        plugin._attached = False  # as when the installation ends while its probe runs
+        try:
+            await plugin._probe_link()
+        finally:
+            plugin._attached = True
+        return plugin.probes
+
+    with make_cluster_factory() as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        x = source(client)
+        with installed(client, asafe.AdaptiveRuntime(signals=False)):
+            probes = client.run_on_scheduler(probe_detached)
+        assert len(probes) == 1 and probes[0]["seconds"] > 0, probes
+        with installed(client, asafe.AdaptiveRuntime(signals=False)) as handle:
+            assert client.run_on_scheduler(link_signal) > 0
+            p2p_rechunk(client, x)
+            assert not handle.info("plugin")["plugin"]["probes"]
+
+
 def test_the_workers_own_bandwidth_is_never_the_links_signal(make_cluster_factory, installed):
     """Dask's workers average the logical bytes per second of what they fetched, which compression raises
     (it crept past the wire gate's 250 MB/s behind a 1 Gbit/s link, docs/results/hosts-s36): a scheduler
