@@ -188,8 +188,8 @@ async def probe(scheduler: Any, nbytes: int, timeout: float) -> dict[str, Any]:
     """Measure the link once: one worker fetches ``nbytes`` of random bytes from another (the fastest of
     :data:`PROBE_FETCHES`).
 
-    Random bytes, so that no compression shortens them; the faster of two
-    fetches, so that a connection's set-up is left out. Workers on different
+    Random bytes, so that no compression shortens them; the fastest fetch, so
+    that a connection's set-up is left out. Workers on different
     hosts are preferred (the link between hosts is the one that matters). The
     worker plugin serves the handlers (``asafe_probe``, ``asafe_probe_payload``).
     Returns ``{"from", "to", "bytes", "seconds"}``; raises where it cannot.
