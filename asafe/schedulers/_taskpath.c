@@ -102,6 +102,7 @@ static PyObject *s_arrive, *s_bandwidth_call, *s_measured, *s_who_has;
 static PyTypeObject *link_type;   /* asafe.schedulers.bandwidth.LinkEstimate */
 static PyTypeObject *memory_type; /* asafe.schedulers.forecast.PrefixMemory */
 static PyObject *s_link_memory, *s_remembered; /* LinkEstimate.memory, PrefixMemory.bandwidth */
+static PyObject *s_min_bytes; /* TransferForecast.min_bytes */
 
 typedef struct {
     PyObject_HEAD
@@ -920,11 +921,12 @@ done:
     return status;
 }
 
-/* forecast._edge(dts, ts, dest, largest, workers, bandwidth): plan one dependency edge of a submitted task.
- * *bandwidth (a new reference, NULL until read) is the bandwidth the graph's edges share. 0 or -1. */
+/* forecast._edge(dts, ts, dest, largest, workers, bandwidth): plan one dependency edge of a submitted task;
+ * min_bytes is forecast.min_bytes. *bandwidth (a new reference, NULL until read) is the bandwidth the graph's
+ * edges share. 0 or -1. */
 static int
 plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, PyObject *dest, PyObject *largest,
-          long workers, PyObject **bandwidth)
+          long workers, double min_bytes, PyObject **bandwidth)
 {
     int status = -1;
     PyObject *dkey = NULL, *out = NULL, *edges = NULL, *probability = NULL, *where = NULL, *nbytes = NULL,
@@ -941,28 +943,54 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
             goto done;
         PyObject *prefix = PyObject_GetAttr(dts, s_prefix);
         PyObject *name = prefix ? PyObject_GetAttr(prefix, s_name) : NULL;
-        PyObject *where = name ? place(dts) : NULL;
+        Py_XDECREF(prefix);
+        int in_memory = name ? equal(state, s_memory) : -1;
+        /* its size: self._memory_size(dts) in memory, else the prefix's learned size (None: never seen) */
+        PyObject *size = NULL;
+        if (in_memory > 0) {
+            if ((size = call_method(forecast, s_memory_size, &dts, 1, NULL)) == NULL)
+                in_memory = -1;
+        } else if (in_memory == 0) {
+            PyObject *table = PyObject_GetAttr(forecast, s_output_bytes);
+            PyObject *known = table ? PyDict_GetItemWithError(table, name) : NULL;
+            if (table == NULL || (known == NULL && PyErr_Occurred()))
+                in_memory = -1;
+            size = Py_XNewRef(known);
+            Py_XDECREF(table);
+        }
+        int small = 0; /* a small output plans nothing (forecast.min_bytes): no entry, no work when it runs */
+        if (in_memory >= 0 && size != NULL) {
+            double bytes = PyFloat_AsDouble(size);
+            if (bytes == -1.0 && PyErr_Occurred())
+                in_memory = -1;
+            else
+                small = bytes < min_bytes;
+        }
+        if (in_memory < 0 || small) {
+            Py_DECREF(state);
+            Py_XDECREF(name);
+            Py_XDECREF(size);
+            status = in_memory < 0 ? -1 : 0;
+            goto done;
+        }
+        PyObject *where = place(dts);
         if (where != NULL) {
             PyObject *args[2] = {name, where};
             out = PyObject_Vectorcall(output_type, args, 2, NULL);
         }
-        Py_XDECREF(prefix);
-        Py_XDECREF(name);
+        Py_DECREF(name);
         Py_XDECREF(where);
         int stored = out ? PyDict_SetItem(outputs, dkey, out) : -1;
-        int in_memory = stored == 0 ? equal(state, s_memory) : -1;
-        if (in_memory > 0) {
-            PyObject *size = call_method(forecast, s_memory_size, &dts, 1, NULL); /* self._memory_size(dts) */
-            in_memory = size && PyObject_SetAttr(out, s_nbytes, size) == 0 ? 1 : -1;
-            Py_XDECREF(size);
-        }
-        int active = in_memory < 0 ? -1 : equal(state, s_queued);
+        if (stored == 0 && in_memory > 0 && PyObject_SetAttr(out, s_nbytes, size) < 0)
+            stored = -1;
+        Py_XDECREF(size);
+        int active = stored < 0 ? -1 : equal(state, s_queued);
         if (active == 0)
             active = equal(state, s_no_worker);
         if (active == 0)
             active = equal(state, s_processing);
         if (active == 0)
-            active = equal(state, s_memory);
+            active = in_memory;
         Py_DECREF(state);
         if (active < 0 || PyObject_SetAttr(out, s_active, active ? Py_True : Py_False) < 0)
             goto done;
@@ -1143,6 +1171,11 @@ forecast_submitted(PyObject *forecast, PyObject *tasks)
         goto done;
     if (workers < 1)
         workers = 1;
+    PyObject *threshold = PyObject_GetAttr(forecast, s_min_bytes);
+    double min_bytes = threshold ? PyFloat_AsDouble(threshold) : -1.0;
+    Py_XDECREF(threshold);
+    if (min_bytes == -1.0 && PyErr_Occurred())
+        goto done;
     if ((output_bytes = PyObject_GetAttr(forecast, s_output_bytes)) == NULL || !PyDict_Check(output_bytes)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "the forecast's output_bytes is not a dict");
@@ -1194,7 +1227,7 @@ forecast_submitted(PyObject *forecast, PyObject *tasks)
             if ((inner = PyObject_GetIter(dependencies)) == NULL)
                 goto done;
             while ((dts = PyIter_Next(inner)) != NULL) {
-                if (plan_edge(forecast, outputs, dts, ts, dest, largest, workers, &bandwidth) < 0)
+                if (plan_edge(forecast, outputs, dts, ts, dest, largest, workers, min_bytes, &bandwidth) < 0)
                     goto done;
                 Py_CLEAR(dts);
             }
@@ -2176,7 +2209,7 @@ PyInit__taskpath(void)
         {&s_memory_size, "_memory_size"}, {&s_worker_restrictions, "worker_restrictions"},
         {&s_set_forecast, "_set_forecast"}, {&s_submitted, "submitted"}, {&s_bandwidth_call, "_bandwidth"},
         {&s_measured, "measured"}, {&s_who_has, "who_has"}, {&s_arrive, "_arrive"}, {&s_link_memory, "memory"},
-        {&s_remembered, "bandwidth"},
+        {&s_remembered, "bandwidth"}, {&s_min_bytes, "min_bytes"},
     };
     for (size_t i = 0; i < sizeof(forecast_strings) / sizeof(forecast_strings[0]); i++) {
         if (intern(forecast_strings[i].target, forecast_strings[i].text) < 0)

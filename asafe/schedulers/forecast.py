@@ -35,6 +35,18 @@ own signal. Before a prefix has been seen its size is unknown and its edges
 plan nothing; they are refined with the real size when the producer finishes,
 which is before the transfer starts.
 
+*Small outputs.* An output whose size is known (it is in memory) or learned
+for its prefix, and below ``min_bytes`` (at a consumer's arrival, or at its
+producer's activation where no consumer is known yet) (``asafe.distributed.forecast-min-bytes``,
+1 KiB, the size Dask itself assumes for an output it knows nothing of), plans
+no transfer and gets no entry. Such a transfer costs the link's latency, not its
+bandwidth, which ``bytes / bandwidth`` does not model, and what it would plan is
+at most ``min_bytes / bandwidth`` (10 us at 100 MB/s) an edge; but the entries,
+refined when each producer finished and served when each consumer did, were
+most of asafe's scheduler cpu per task on graphs of scalars (a fan-in of sums, a
+reduction tree; ``docs/scale.rst``). A prefix not seen yet plans its edges as
+above and is learned from its first outputs.
+
 *What is learned outlives an installation.* The per-prefix sizes and crossing
 fractions belong to the scheduler, as Dask's own per-prefix durations
 (``TaskPrefix.all_durations``) do: a runtime installed anew on a scheduler
@@ -150,11 +162,15 @@ class TransferForecast:
     size : callable, optional
         ``size(ts)``: the logical bytes of an output in memory (default: Dask's
         ``ts.nbytes``).
+    min_bytes : float
+        Outputs known or learned to be smaller plan no transfer (see "Small
+        outputs" in the module docstring); 0 plans every output.
     """
 
     def __init__(self, tracker: Any, bandwidth: Callable[[], float], workers: Callable[[], int],
-                 size: Callable[[Any], float] | None = None) -> None:
+                 size: Callable[[Any], float] | None = None, min_bytes: float = 0.0) -> None:
         self.tracker = tracker
+        self.min_bytes = float(min_bytes)
         self._bandwidth = bandwidth
         self._workers = workers
         self._memory_size = size or (lambda ts: float(max(ts.nbytes, 0)))
@@ -248,8 +264,8 @@ class TransferForecast:
                 return  # its consumers are known and plan nothing from it
             prefix = ts.prefix.name
             forecast = self.expected_seconds(prefix)
-            if not forecast:
-                return  # nothing to plan: no entry (one per task would cost memory)
+            if not forecast or self.output_bytes[prefix] < self.min_bytes:
+                return  # nothing to plan, or a small output (see min_bytes): no entry (one per task would cost memory)
             out = self._outputs[ts.key] = _Output(prefix, _place(ts))
             out.active = True
             self._set_forecast(out, forecast)  # no consumer submitted yet: what this prefix usually does
@@ -311,9 +327,12 @@ class TransferForecast:
         out = self._outputs.get(dts.key)
         if out is None:
             state = dts.state
+            nbytes = self._memory_size(dts) if state == "memory" else self.output_bytes.get(dts.prefix.name)
+            if nbytes is not None and nbytes < self.min_bytes:
+                return None  # a small output plans nothing (see min_bytes): no entry, no work when it runs
             out = self._outputs[dts.key] = _Output(dts.prefix.name, _place(dts))
             if state == "memory":
-                out.nbytes = self._memory_size(dts)
+                out.nbytes = nbytes
             out.active = state in _ACTIVE
         if dest is not None:
             if dest in out.edges:

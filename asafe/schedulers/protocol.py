@@ -152,6 +152,8 @@ def plugin_settings() -> dict[str, Any]:
     }
     raw = get("asafe.distributed.bandwidth-min-bytes", "64 KiB")
     settings["bandwidth_min_bytes"] = validate.size(raw, "asafe.distributed.bandwidth-min-bytes", minimum=0)
+    settings["forecast_min_bytes"] = validate.size(get("asafe.distributed.forecast-min-bytes", "1 KiB"),
+                                                   "asafe.distributed.forecast-min-bytes", minimum=0)
     settings["evaluate_interval"] = validate.duration(get("asafe.distributed.evaluate-interval", "50ms"),
                                                       "asafe.distributed.evaluate-interval")
     return settings

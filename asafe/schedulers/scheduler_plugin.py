@@ -156,6 +156,10 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
         ``asafe.distributed.bandwidth-min-bytes``.
+    forecast_min_bytes : int, optional
+        Outputs smaller than this (in memory, or learned for their prefix) plan
+        no transfer in the forecast. Default
+        ``asafe.distributed.forecast-min-bytes`` (1 KiB).
     evaluate_interval : float or str, optional
         Least time between two evaluations on the event path (task
         transitions); a graph's arrival evaluates at once. Default
@@ -187,6 +191,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         expected_transfers: bool | None = None,
         next_wave: bool | None = None,
         bandwidth_min_bytes: int | None = None,
+        forecast_min_bytes: int | None = None,
         evaluate_interval: float | None = None,
         register_worker_plugin: bool = False,
         token: str | None = None,
@@ -201,6 +206,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self.expected_transfers = defaults["expected_transfers"] if expected_transfers is None else bool(expected_transfers)
         self.next_wave = defaults["next_wave"] if next_wave is None else bool(next_wave)
         self.bandwidth_min_bytes = int(defaults["bandwidth_min_bytes"] if bandwidth_min_bytes is None else bandwidth_min_bytes)
+        self.forecast_min_bytes = int(defaults["forecast_min_bytes"] if forecast_min_bytes is None else
+                                      validate.size(forecast_min_bytes, "forecast_min_bytes", minimum=0))
         self.evaluate_interval = (defaults["evaluate_interval"] if evaluate_interval is None else
                                   validate.duration(evaluate_interval, "evaluate_interval"))
         self.register_worker_plugin = bool(register_worker_plugin)
@@ -220,7 +227,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._count_runnable = False  # only while that signal is attached (start): no domain reads it otherwise
         self.ignored_annotations = 0  # asafe_reuse annotations that were not a number >= 1
         self.link = LinkEstimate(self.bandwidth_min_bytes, fallback=self._scheduler_bandwidth)
-        self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=logical_size)
+        self.forecast = TransferForecast(self.tracker, self.link, self._worker_count, size=logical_size,
+                                         min_bytes=self.forecast_min_bytes)
         self.p2p = P2PTraffic(self.tracker, self.link, self._worker_count, size=logical_size,
                               learned=lambda prefix: self.forecast.output_bytes.get(prefix, 0.0),
                               metrics=lambda: getattr(self.scheduler, "cumulative_worker_metrics", None))
@@ -253,6 +261,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             "expected_transfers": self.expected_transfers,
             "next_wave": self.next_wave,
             "bandwidth_min_bytes": self.bandwidth_min_bytes,
+            "forecast_min_bytes": self.forecast_min_bytes,
             "evaluate_interval": self.evaluate_interval,
             "register_worker_plugin": self.register_worker_plugin,
             "token": self.token,

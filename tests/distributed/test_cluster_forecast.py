@@ -227,3 +227,124 @@ def test_the_next_wave_counts_its_transfers_with_its_compute(client, make_runtim
 
     with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
         assert _planned_at_arrival(client, graph) > 0  # the halves' transfers to the pinned consumers
+
+
+# --- small outputs plan nothing (asafe.distributed.forecast-min-bytes) -------------------------
+
+
+def _small_outputs_plugin(min_bytes=None):
+    from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin
+
+    rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", asafe.Hysteresis(0.5, 2.0))], signals=False)
+    return AdaptiveSchedulerPlugin(rt, forecast_min_bytes=min_bytes)
+
+
+def _submit_pairs(plugin, compiled, request, learned, in_memory_nbytes=None):
+    """A consumer of two running tasks of prefix ``part`` (learned at ``learned`` bytes, None: never seen), and a
+    consumer of two outputs in memory of ``in_memory_nbytes`` bytes; returns the forecast after their arrival."""
+    running = [_fake_task(f"part{i}", "processing") for i in range(2)]
+    held = [_fake_task(f"held{i}", "memory") for i in range(2)]
+    for i, ts in enumerate(held):
+        ts.who_has, ts.metadata, ts.nbytes = [types.SimpleNamespace(address=f"w{i}")], {}, in_memory_nbytes
+    tasks = [_fake_task("consumer", "waiting", running)]
+    if in_memory_nbytes is not None:
+        tasks.append(_fake_task("reader", "waiting", held))
+    plugin.scheduler = types.SimpleNamespace(tasks={t.key: t for t in (*running, *held, *tasks)},
+                                             workers={"a": 1, "b": 2}, bandwidth=1e8, total_nthreads=2)
+    forecast = plugin.forecast
+    if learned is not None:
+        forecast.output_bytes["part"] = float(learned)
+    if compiled:
+        request.getfixturevalue("taskpath")
+        plugin._compile_path()
+        plugin._path.submitted(tasks)
+    else:
+        forecast.submitted(tasks)
+    return forecast
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_outputs_learned_or_known_smaller_than_forecast_min_bytes_plan_nothing(compiled, request):
+    forecast = _submit_pairs(_small_outputs_plugin(), compiled, request, learned=100, in_memory_nbytes=200)
+    assert forecast.min_bytes == 1024.0  # the default, asafe.distributed.forecast-min-bytes
+    assert (len(forecast), forecast.planned, forecast._items) == (0, 0.0, 0)  # no entry, nothing planned
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_outputs_at_or_above_forecast_min_bytes_and_unseen_prefixes_are_planned(compiled, request):
+    forecast = _submit_pairs(_small_outputs_plugin(), compiled, request, learned=1024, in_memory_nbytes=4096)
+    # the running pair: one stays next to its consumer, the other crosses at 1/2; the held pair likewise
+    assert forecast.planned == pytest.approx(0.5 * 1024 / 1e8 + 0.5 * 4096 / 1e8)
+    assert (len(forecast), forecast._items) == (4, 2)
+    unseen = _submit_pairs(_small_outputs_plugin(), compiled, request, learned=None)
+    assert len(unseen) == 2  # entries at 0 s, refined with the real size when the producers finish
+    assert (unseen.planned, unseen._items) == (0.0, 1)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_forecast_min_bytes_zero_plans_every_output(compiled, request):
+    forecast = _submit_pairs(_small_outputs_plugin(0), compiled, request, learned=100, in_memory_nbytes=200)
+    assert forecast.planned == pytest.approx(0.5 * 100 / 1e8 + 0.5 * 200 / 1e8)
+    assert len(forecast) == 4
+
+
+def test_forecast_min_bytes_is_validated_and_named():
+    from asafe.core.validate import InvalidSetting
+
+    with dask.config.set({"asafe.distributed.forecast-min-bytes": "lots"}):
+        with pytest.raises(InvalidSetting, match="asafe.distributed.forecast-min-bytes must be a size >= 0"):
+            _small_outputs_plugin()
+    with pytest.raises(InvalidSetting, match="forecast_min_bytes must be a size >= 0"):
+        _small_outputs_plugin(-1)
+    with dask.config.set({"asafe.distributed.forecast-min-bytes": "64 KiB"}):
+        assert _small_outputs_plugin().forecast.min_bytes == 65536.0
+
+
+def _forecast_entries_at_arrival(dask_scheduler=None):
+    """On the scheduler: after asafe's ``update_graph``, record the forecast's entries and planned total."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    forecast = dask_scheduler.plugins["asafe"].forecast
+
+    class EntriesWatch(SchedulerPlugin):
+        name = "arrival-watch"
+
+        def __init__(self):
+            self.records = []
+
+        def update_graph(self, scheduler, *, keys=(), **kwargs):
+            self.records.append((set(keys), len(forecast), forecast.planned))
+
+    dask_scheduler.add_plugin(EntriesWatch())
+    return True
+
+
+def test_a_fan_in_of_scalars_plans_no_transfer_once_its_leaves_are_learned(client, make_runtime, installed):
+    """The scheduler suite's fan-in: leaves of a few bytes summed by one task. Its first graph plans the leaves'
+    edges (their size unknown), the next plans nothing and keeps no entry per leaf."""
+    def graph(tag):
+        leaves = client.map(int, range(200), key=[f"scalar-{tag}-{i}" for i in range(200)])
+        out = client.submit(sum, leaves, key=f"scalar_sum-{tag}")
+        assert out.result() == sum(range(200))
+        return {out.key}
+
+    with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
+        graph(1)
+        assert client.run_on_scheduler(_forecast_entries_at_arrival)
+        try:
+            keys = graph(2)
+        finally:
+            records = client.run_on_scheduler(_arrivals)
+    arrivals = [(entries, planned) for graph_keys, entries, planned in records if graph_keys & keys]
+    assert arrivals == [(0, 0.0)]
+
+
+def test_a_producer_without_consumers_plans_its_prefixs_history_only_at_or_above_forecast_min_bytes():
+    """Futures: producers submitted before their consumers plan what their prefix usually ships, unless small."""
+    forecast = _small_outputs_plugin().forecast
+    forecast.shipped.update(small=1.0, large=1.0)
+    forecast.output_bytes.update(small=100.0, large=1e6)
+    forecast.activate(_fake_task("small0", "processing"))
+    assert (len(forecast), forecast.planned) == (0, 0.0)
+    forecast.activate(_fake_task("large0", "processing"))
+    assert (len(forecast), forecast.planned) == (1, pytest.approx(1e6 / 1e8))
