@@ -420,10 +420,19 @@ p2p_active_at(PyObject *p2p, PyObject *now)
 
 /* ---------------------------------------------------------- the forecast */
 
+static int learn_at(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate);
+
 /* forecast._learn(table, prefix, value): the moving average of ``prefix`` in ``table`` moves towards ``value``
- * (a float) by _LEARN; the first value sets it. Python's float arithmetic, step by step. 0 or -1. */
+ * (a float) by _LEARN; the first value sets it. 0 or -1. */
 static int
 learn(PyObject *table, PyObject *prefix, PyObject *value)
+{
+    return learn_at(table, prefix, value, learn_rate);
+}
+
+/* forecast._learn(table, prefix, value, rate): the same by ``rate``. Python's float arithmetic, step by step. */
+static int
+learn_at(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate)
 {
     PyObject *old = PyDict_GetItemWithError(table, prefix);
     if (old == NULL) {
@@ -433,7 +442,7 @@ learn(PyObject *table, PyObject *prefix, PyObject *value)
     }
     Py_INCREF(old);
     PyObject *difference = PyNumber_Subtract(value, old);
-    PyObject *step = difference ? PyNumber_Multiply(learn_rate, difference) : NULL;
+    PyObject *step = difference ? PyNumber_Multiply(rate, difference) : NULL;
     PyObject *moved = step ? PyNumber_Add(old, step) : NULL;
     Py_DECREF(old);
     Py_XDECREF(difference);
@@ -484,6 +493,42 @@ pop_item(PyObject *dict, PyObject *key)
         return NULL;
     }
     return value;
+}
+
+/* forecast._crossing_rate(out): _LEARN * min(out.nbytes / output_bytes[prefix], 1.0) where both are known and
+ * the typical size is not 0, else _LEARN (a new reference). */
+static PyObject *
+crossing_rate(PyObject *forecast, PyObject *out, PyObject *prefix)
+{
+    PyObject *nbytes = PyObject_GetAttr(out, s_nbytes);
+    if (nbytes == NULL)
+        return NULL;
+    PyObject *table = nbytes != Py_None ? PyObject_GetAttr(forecast, s_output_bytes) : NULL;
+    if (nbytes != Py_None && table == NULL) {
+        Py_DECREF(nbytes);
+        return NULL;
+    }
+    PyObject *typical = table ? PyDict_GetItemWithError(table, prefix) : NULL; /* borrowed */
+    PyObject *rate = NULL;
+    if (typical == NULL && PyErr_Occurred()) {
+        rate = NULL;
+    } else if (typical == NULL || nbytes == Py_None) {
+        rate = Py_NewRef(learn_rate);
+    } else {
+        int some = PyObject_IsTrue(typical);
+        if (some == 0) {
+            rate = Py_NewRef(learn_rate);
+        } else if (some > 0) {
+            PyObject *share = PyNumber_TrueDivide(nbytes, typical);
+            int above = share ? PyObject_RichCompareBool(share, float_one, Py_GT) : -1; /* min(share, 1.0) */
+            if (above >= 0)
+                rate = PyNumber_Multiply(learn_rate, above ? float_one : share);
+            Py_XDECREF(share);
+        }
+    }
+    Py_DECREF(nbytes);
+    Py_XDECREF(table);
+    return rate;
 }
 
 /* forecast._served(ts, worker, learn=True): the transfers into a finished task are done. 0 or -1. */
@@ -549,9 +594,11 @@ served(PyObject *forecast, PyObject *outputs, PyObject *ts, PyObject *dependenci
             if (prefix == NULL)
                 goto done;
             PyObject *crossed = PyFloat_FromDouble(there ? 0.0 : 1.0); /* float(worker not in out.home) */
-            int learned = crossed ? learn(shipped, prefix, crossed) : -1;
+            PyObject *rate = crossed ? crossing_rate(forecast, out, prefix) : NULL;
+            int learned = rate ? learn_at(shipped, prefix, crossed, rate) : -1;
             Py_DECREF(prefix);
             Py_XDECREF(crossed);
+            Py_XDECREF(rate);
             if (learned < 0)
                 goto done;
         }

@@ -348,3 +348,27 @@ def test_a_producer_without_consumers_plans_its_prefixs_history_only_at_or_above
     assert (len(forecast), forecast.planned) == (0, 0.0)
     forecast.activate(_fake_task("large0", "processing"))
     assert (len(forecast), forecast.planned) == (1, pytest.approx(1e6 / 1e8))
+
+
+def test_the_crossing_fraction_of_a_prefix_is_weighted_by_bytes():
+    """A prefix of small outputs that cross and large ones that stay (a map_overlap's ``getitem``: halos and
+    blocks) learns that little of its bytes cross; outputs of one size learn as before (rate 1/2 each). The
+    compiled path learns the same (tests/distributed/test_taskpath.py compares ``shipped`` after every transition)."""
+    from asafe.schedulers.forecast import _Output
+
+    forecast = _small_outputs_plugin(0).forecast
+
+    def serve(prefix, nbytes, home, worker, i):
+        producer = _fake_task(f"{prefix}{i}", "memory")
+        out = forecast._outputs[producer.key] = _Output(prefix, frozenset({home}))
+        out.nbytes = float(nbytes)
+        forecast.output_bytes[prefix] = 1e6  # the prefix's typical size
+        forecast.finished(_fake_task(f"use{prefix}{i}", "processing", [producer]), worker, None)
+
+    for i in range(4):  # 28 KB halos cross, 1 MB blocks stay
+        serve("getitem", 28_000, "a", "b", 2 * i)
+        serve("getitem", 1e6, "a", "a", 2 * i + 1)
+    assert forecast.shipped["getitem"] < 0.1  # counted alike: about 1/2
+    for i in range(3):  # equal sizes: 1, then 1/2 of the way to 0, twice
+        serve("block", 1e6, "a", "b" if i == 0 else "a", i)
+    assert forecast.shipped["block"] == 0.25
