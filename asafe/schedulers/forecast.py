@@ -19,8 +19,11 @@ does not cross) and each of its other dependencies crosses with probability
 next to it too, but not always: where many such consumers become ready at once
 (a task rechunk's second stage) the scheduler spreads them over idle workers.
 Its edge crosses with the fraction of that dependency's prefix that crossed so
-far (nothing while the prefix has not been seen). An output crosses to one
-worker once, whatever the number of its consumers there.
+far (nothing while the prefix has not been seen), a fraction of bytes: each
+output moves it by its share of the prefix's typical size, so that small
+outputs that cross (a map_overlap's halos) do not plan the large ones of the
+same prefix (its blocks) to cross. An output crosses to one worker once,
+whatever the number of its consumers there.
 
 *Outputs whose consumers are not submitted yet.* Code that uses futures submits
 producers before their consumers (two ``client.map`` calls). For such an output
