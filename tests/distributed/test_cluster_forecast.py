@@ -144,7 +144,8 @@ def size(block):
 
 
 def _watch_arrivals(dask_scheduler=None):
-    """On the scheduler: after asafe's ``update_graph``, record each graph's keys and the forecast's planned total."""
+    """On the scheduler: after asafe's ``update_graph``, record each graph's keys, the forecast's planned total and
+    its number of entries."""
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     asafe_plugin = dask_scheduler.plugins["asafe"]
@@ -156,7 +157,7 @@ def _watch_arrivals(dask_scheduler=None):
             self.records = []
 
         def update_graph(self, scheduler, *, keys=(), **kwargs):
-            self.records.append((set(keys), asafe_plugin.forecast.planned))
+            self.records.append((set(keys), asafe_plugin.forecast.planned, len(asafe_plugin.forecast)))
 
     dask_scheduler.add_plugin(ArrivalWatch())  # after asafe's: it reads what asafe's update_graph planned
     return True
@@ -175,7 +176,7 @@ def _planned_at_arrival(client, graph):
         keys = graph(2)
     finally:
         records = client.run_on_scheduler(_arrivals)
-    planned = [seconds for graph_keys, seconds in records if graph_keys & keys]
+    planned = [seconds for graph_keys, seconds, _ in records if graph_keys & keys]
     assert len(planned) == 1  # the graph arrived in one update_graph
     return planned[0]
 
@@ -300,25 +301,6 @@ def test_forecast_min_bytes_is_validated_and_named():
         assert _small_outputs_plugin().forecast.min_bytes == 65536.0
 
 
-def _forecast_entries_at_arrival(dask_scheduler=None):
-    """On the scheduler: after asafe's ``update_graph``, record the forecast's entries and planned total."""
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    forecast = dask_scheduler.plugins["asafe"].forecast
-
-    class EntriesWatch(SchedulerPlugin):
-        name = "arrival-watch"
-
-        def __init__(self):
-            self.records = []
-
-        def update_graph(self, scheduler, *, keys=(), **kwargs):
-            self.records.append((set(keys), len(forecast), forecast.planned))
-
-    dask_scheduler.add_plugin(EntriesWatch())
-    return True
-
-
 def test_a_fan_in_of_scalars_plans_no_transfer_once_its_leaves_are_learned(client, make_runtime, installed):
     """The scheduler suite's fan-in: leaves of a few bytes summed by one task. Its first graph plans the leaves'
     edges (their size unknown), the next plans nothing and keeps no entry per leaf."""
@@ -330,12 +312,12 @@ def test_a_fan_in_of_scalars_plans_no_transfer_once_its_leaves_are_learned(clien
 
     with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
         graph(1)
-        assert client.run_on_scheduler(_forecast_entries_at_arrival)
+        assert client.run_on_scheduler(_watch_arrivals)
         try:
             keys = graph(2)
         finally:
             records = client.run_on_scheduler(_arrivals)
-    arrivals = [(entries, planned) for graph_keys, entries, planned in records if graph_keys & keys]
+    arrivals = [(entries, planned) for graph_keys, planned, entries in records if graph_keys & keys]
     assert arrivals == [(0, 0.0)]
 
 
