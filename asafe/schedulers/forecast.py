@@ -39,10 +39,10 @@ plan nothing; they are refined with the real size when the producer finishes,
 which is before the transfer starts.
 
 *Small outputs.* An output whose size is known (it is in memory) or learned
-for its prefix, and below ``min_bytes`` (at a consumer's arrival, or at its
-producer's activation where no consumer is known yet) (``asafe.distributed.forecast-min-bytes``,
+for its prefix, and below ``min_bytes`` (``asafe.distributed.forecast-min-bytes``,
 1 KiB, the size Dask itself assumes for an output it knows nothing of), plans
-no transfer and gets no entry. Such a transfer costs the link's latency, not its
+no transfer and gets no entry, whether a consumer arrives or its producer is
+activated with no consumer known yet. Such a transfer costs the link's latency, not its
 bandwidth, which ``bytes / bandwidth`` does not model, and what it would plan is
 at most ``min_bytes / bandwidth`` (10 us at 100 MB/s) an edge; but the entries,
 refined when each producer finished and served when each consumer did, were
@@ -395,7 +395,7 @@ class TransferForecast:
     # ``getitem``: a map_overlap's 28 KB halos, which cross, and its 6 MB blocks,
     # which stay); counted alike, the halos' crossings planned every block to
     # cross at 0.4-0.5, 0.2-0.4 s of planned communication against 0.01 s
-    # measured, and switched wire compression on 25 ms into every such graph
+    # measured, and switched wire compression on 25 ms into most such graphs
     # behind 1 Gbit/s with not one frame to compress.
     def _crossing_rate(self, out: _Output) -> float:
         nbytes, typical = out.nbytes, self.output_bytes.get(out.prefix)

@@ -156,7 +156,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
         ``asafe.distributed.bandwidth-min-bytes``.
-    forecast_min_bytes : int, optional
+    forecast_min_bytes : int or str, optional
         Outputs smaller than this (in memory, or learned for their prefix) plan
         no transfer in the forecast. Default
         ``asafe.distributed.forecast-min-bytes`` (1 KiB).
