@@ -168,17 +168,23 @@ def _arrivals(dask_scheduler=None):
     return watch.records
 
 
-def _planned_at_arrival(client, graph):
-    """Run ``graph(tag)`` (one collection, one update_graph) to teach its prefixes, then again: what its arrival planned."""
+def _arrival_at(client, graph):
+    """Run ``graph(tag)`` to teach its prefixes, then again: (planned seconds, forecast entries) after the arrival of
+    the keys ``graph`` returns (one update_graph)."""
     graph(1)
     assert client.run_on_scheduler(_watch_arrivals)
     try:
         keys = graph(2)
     finally:
         records = client.run_on_scheduler(_arrivals)
-    planned = [seconds for graph_keys, seconds, _ in records if graph_keys & keys]
-    assert len(planned) == 1  # the graph arrived in one update_graph
-    return planned[0]
+    found = [(seconds, entries) for graph_keys, seconds, entries in records if graph_keys & keys]
+    assert len(found) == 1  # the graph arrived in one update_graph
+    return found[0]
+
+
+def _planned_at_arrival(client, graph):
+    """What the arrival of ``graph``'s second run planned (see :func:`_arrival_at`)."""
+    return _arrival_at(client, graph)[0]
 
 
 def _workers(client):
@@ -311,14 +317,7 @@ def test_a_fan_in_of_scalars_plans_no_transfer_once_its_leaves_are_learned(clien
         return {out.key}
 
     with installed(client, make_runtime(dwell=0.0, dwell_tasks=0)):
-        graph(1)
-        assert client.run_on_scheduler(_watch_arrivals)
-        try:
-            keys = graph(2)
-        finally:
-            records = client.run_on_scheduler(_arrivals)
-    arrivals = [(entries, planned) for graph_keys, planned, entries in records if graph_keys & keys]
-    assert arrivals == [(0, 0.0)]
+        assert _arrival_at(client, graph) == (0.0, 0)  # nothing planned, no entry
 
 
 def test_a_producer_without_consumers_plans_its_prefixs_history_only_at_or_above_forecast_min_bytes():
