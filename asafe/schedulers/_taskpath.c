@@ -89,9 +89,11 @@ static PyObject *long_one;
 static PyTypeObject *batch_type;   /* asafe.core.tracker.EventBatch */
 static double max_seconds;         /* asafe.core.tracker.MAX_SECONDS */
 static PyTypeObject *p2p_type;     /* asafe.schedulers.p2p.P2PTraffic */
+static PyObject *is_barrier_fn;    /* asafe.schedulers.p2p.is_barrier */
 static PyTypeObject *forecast_type; /* asafe.schedulers.forecast.TransferForecast */
 static PyObject *learn_rate;       /* asafe.schedulers.forecast._LEARN */
-static PyObject *s_outputs, *s_output_bytes, *s_shipped, *s_edges, *s_active, *s_home, *s_items, *s_planned_total,
+static PyObject *size_learn_rate;  /* asafe.schedulers.forecast._LEARN_SIZE */
+static PyObject *s_outputs, *s_output_bytes, *s_crossed_bytes, *s_shipped, *s_edges, *s_active, *s_home, *s_items, *s_planned_total,
     *s_consumer, *s_forecast, *s_bandwidth_now, *s_refine;
 static PyObject *float_one;
 static PyObject *output_type, *place_of, *pinned_of; /* forecast._Output, forecast._place, forecast._pinned */
@@ -420,17 +422,9 @@ p2p_active_at(PyObject *p2p, PyObject *now)
 
 /* ---------------------------------------------------------- the forecast */
 
-static int learn_at(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate);
-
-/* forecast._learn(table, prefix, value): the moving average of ``prefix`` in ``table`` moves towards ``value``
- * (a float) by _LEARN; the first value sets it. 0 or -1. */
-static int
-learn(PyObject *table, PyObject *prefix, PyObject *value)
-{
-    return learn_at(table, prefix, value, learn_rate);
-}
-
-/* forecast._learn(table, prefix, value, rate): the same by ``rate``. Python's float arithmetic, step by step. */
+/* forecast._learn(table, prefix, value, rate): the moving average of ``prefix`` in ``table`` moves towards
+ * ``value`` (a float) by ``rate`` (the crossing fraction's, or _LEARN_SIZE for output sizes); the first value
+ * sets it. Python's float arithmetic, step by step. 0 or -1. */
 static int
 learn_at(PyObject *table, PyObject *prefix, PyObject *value, PyObject *rate)
 {
@@ -596,6 +590,14 @@ served(PyObject *forecast, PyObject *outputs, PyObject *ts, PyObject *dependenci
             PyObject *crossed = PyFloat_FromDouble(there ? 0.0 : 1.0); /* float(worker not in out.home) */
             PyObject *rate = crossed ? crossing_rate(forecast, out, prefix) : NULL;
             int learned = rate ? learn_at(shipped, prefix, crossed, rate) : -1;
+            if (learned == 0 && !there) { /* crossed: its size, where known, into crossed_bytes */
+                PyObject *size = PyObject_GetAttr(out, s_nbytes);
+                PyObject *table = size && size != Py_None ? PyObject_GetAttr(forecast, s_crossed_bytes) : NULL;
+                if (size == NULL || (size != Py_None && (table == NULL || learn_at(table, prefix, size, size_learn_rate) < 0)))
+                    learned = -1;
+                Py_XDECREF(table);
+                Py_XDECREF(size);
+            }
             Py_DECREF(prefix);
             Py_XDECREF(crossed);
             Py_XDECREF(rate);
@@ -659,7 +661,7 @@ forecast_finished(PyObject *forecast, PyObject *ts, PyObject *worker, PyObject *
             PyObject *prefix = table ? PyObject_GetAttr(ts, s_prefix) : NULL;
             PyObject *name = prefix ? PyObject_GetAttr(prefix, s_name) : NULL;
             PyObject *value = name ? PyNumber_Float(logical) : NULL;
-            int learned = value ? learn(table, name, value) : -1;
+            int learned = value ? learn_at(table, name, value, size_learn_rate) : -1;
             Py_XDECREF(table);
             Py_XDECREF(prefix);
             Py_XDECREF(name);
@@ -1108,14 +1110,18 @@ plan_edge(PyObject *forecast, PyObject *outputs, PyObject *dts, PyObject *ts, Py
         goto done;
     if ((nbytes = PyObject_GetAttr(out, s_nbytes)) == NULL)
         goto done;
-    if (nbytes == Py_None) {
-        PyObject *table = PyObject_GetAttr(forecast, s_output_bytes);
+    if (nbytes == Py_None) { /* not made yet: what crossed of its prefix, else its prefix's size, else 0 */
+        PyObject *crossed = PyObject_GetAttr(forecast, s_crossed_bytes);
+        PyObject *table = crossed ? PyObject_GetAttr(forecast, s_output_bytes) : NULL;
         PyObject *prefix = table ? PyObject_GetAttr(out, s_prefix) : NULL;
-        PyObject *known = prefix ? PyDict_GetItemWithError(table, prefix) : NULL;
+        PyObject *known = prefix ? PyDict_GetItemWithError(crossed, prefix) : NULL;
+        if (known == NULL && prefix != NULL && !PyErr_Occurred())
+            known = PyDict_GetItemWithError(table, prefix);
         if (known != NULL || (prefix != NULL && !PyErr_Occurred()))
             Py_SETREF(nbytes, Py_NewRef(known ? known : float_zero));
         else
             Py_CLEAR(nbytes);
+        Py_XDECREF(crossed);
         Py_XDECREF(table);
         Py_XDECREF(prefix);
         if (nbytes == NULL)
@@ -1429,13 +1435,11 @@ done:
     return status;
 }
 
-/* _join_wave(ts): 0 or -1. */
+/* _joins_wave(ts): 1 where waiting ``ts`` joins the wave (every dependency in memory or ready, or its one
+ * dependency in the wave and neither a P2P barrier), 0 where not, -1 on an error. */
 static int
-join_wave(TaskPath *self, PyObject *ts)
+joins_wave(TaskPath *self, PyObject *ts)
 {
-    int twin = run_patch(self, s_join_wave, ts);
-    if (twin <= 0)
-        return twin;
     int status = -1;
     PyObject *key = NULL, *run_spec = NULL, *state = NULL, *dependencies = NULL, *iterator = NULL, *dts = NULL;
     if ((key = PyObject_GetAttr(ts, s_key)) == NULL)
@@ -1490,19 +1494,31 @@ join_wave(TaskPath *self, PyObject *ts)
                 goto done;
             }
             int is_ready = attr_true(entry, s_ready);
-            if (is_ready <= 0) {
-                status = is_ready;
+            if (is_ready < 0)
                 goto done;
+            if (is_ready == 0) { /* one dependency in the wave is enough, unless either is a P2P barrier */
+                int barrier = 1;
+                if (fan_in == 1) {
+                    PyObject *answer = PyObject_CallOneArg(is_barrier_fn, dts);
+                    barrier = answer ? PyObject_IsTrue(answer) : -1;
+                    Py_XDECREF(answer);
+                    if (barrier == 0) {
+                        answer = PyObject_CallOneArg(is_barrier_fn, ts);
+                        barrier = answer ? PyObject_IsTrue(answer) : -1;
+                        Py_XDECREF(answer);
+                    }
+                    if (barrier < 0)
+                        goto done;
+                }
+                if (barrier) {
+                    status = 0;
+                    goto done;
+                }
             }
         }
         Py_CLEAR(dts);
     }
-    if (PyErr_Occurred())
-        goto done;
-    Py_DECREF(key);
-    if ((key = PyObject_GetAttr(ts, s_key)) == NULL) /* ts.key, read again as the Python call does */
-        goto done;
-    status = enter(self, key, Py_False);
+    status = PyErr_Occurred() ? -1 : 1;
 done:
     Py_XDECREF(key);
     Py_XDECREF(run_spec);
@@ -1510,6 +1526,72 @@ done:
     Py_XDECREF(dependencies);
     Py_XDECREF(iterator);
     Py_XDECREF(dts);
+    return status;
+}
+
+/* _join_wave(ts): 0 or -1. ``ts`` joins the wave where _joins_wave says so, then its single-dependency
+ * dependents, one step (a list of pending tasks, popped as the Python twin pops them). */
+static int
+join_wave(TaskPath *self, PyObject *ts)
+{
+    int twin = run_patch(self, s_join_wave, ts);
+    if (twin <= 0)
+        return twin;
+    PyObject *pending = PyList_New(0);
+    if (pending == NULL || PyList_Append(pending, ts) < 0) {
+        Py_XDECREF(pending);
+        return -1;
+    }
+    int status = 0, chain = 1;
+    while (status == 0 && PyList_GET_SIZE(pending) > 0) {
+        int extend = chain; /* one step: only ``ts`` brings its dependents */
+        chain = 0;
+        Py_ssize_t last = PyList_GET_SIZE(pending) - 1;
+        PyObject *task = Py_NewRef(PyList_GET_ITEM(pending, last));
+        if (PyList_SetSlice(pending, last, last + 1, NULL) < 0) {
+            Py_DECREF(task);
+            status = -1;
+            break;
+        }
+        int joins = joins_wave(self, task);
+        if (joins <= 0) {
+            status = joins;
+            Py_DECREF(task);
+            continue;
+        }
+        PyObject *key = PyObject_GetAttr(task, s_key);
+        status = key ? enter(self, key, Py_False) : -1;
+        Py_XDECREF(key);
+        if (status == 0 && !extend) {
+            Py_DECREF(task);
+            continue;
+        }
+        PyObject *dependents = status == 0 ? PyObject_GetAttr(task, s_dependents) : NULL;
+        Py_DECREF(task);
+        if (status < 0 || dependents == NULL) {
+            status = -1;
+            break;
+        }
+        PyObject *iterator = PyObject_GetIter(dependents);
+        Py_DECREF(dependents);
+        if (iterator == NULL) {
+            status = -1;
+            break;
+        }
+        PyObject *dts;
+        while (status == 0 && (dts = PyIter_Next(iterator)) != NULL) {
+            PyObject *its = PyObject_GetAttr(dts, s_dependencies);
+            Py_ssize_t fan_in = its ? PyObject_Length(its) : -1;
+            Py_XDECREF(its);
+            if (fan_in < 0 || (fan_in == 1 && PyList_Append(pending, dts) < 0))
+                status = -1;
+            Py_DECREF(dts);
+        }
+        Py_DECREF(iterator);
+        if (status == 0 && PyErr_Occurred())
+            status = -1;
+    }
+    Py_DECREF(pending);
     return status;
 }
 
@@ -2238,8 +2320,9 @@ PyInit__taskpath(void)
     if (p2p == NULL)
         return NULL;
     p2p_type = (PyTypeObject *)PyObject_GetAttrString(p2p, "P2PTraffic");
+    is_barrier_fn = p2p_type ? PyObject_GetAttrString(p2p, "is_barrier") : NULL;
     Py_DECREF(p2p);
-    if (p2p_type == NULL)
+    if (is_barrier_fn == NULL)
         return NULL;
     if (!PyType_Check(batch_type) || !PyType_Check(p2p_type)) {
         PyErr_SetString(PyExc_TypeError, "asafe.core.tracker.EventBatch and asafe.schedulers.p2p.P2PTraffic must be classes");
@@ -2249,7 +2332,7 @@ PyInit__taskpath(void)
         PyObject **target;
         const char *text;
     } forecast_strings[] = {
-        {&s_outputs, "_outputs"}, {&s_output_bytes, "output_bytes"}, {&s_shipped, "shipped"}, {&s_edges, "edges"},
+        {&s_outputs, "_outputs"}, {&s_output_bytes, "output_bytes"}, {&s_crossed_bytes, "crossed_bytes"}, {&s_shipped, "shipped"}, {&s_edges, "edges"},
         {&s_active, "active"}, {&s_home, "home"}, {&s_items, "_items"}, {&s_planned_total, "planned"},
         {&s_consumer, "consumer"}, {&s_forecast, "forecast"}, {&s_bandwidth_now, "_bandwidth_now"},
         {&s_refine, "_refine"}, {&s_workers_call, "_workers"},
@@ -2267,8 +2350,9 @@ PyInit__taskpath(void)
         return NULL;
     forecast_type = (PyTypeObject *)PyObject_GetAttrString(forecast, "TransferForecast");
     learn_rate = forecast_type ? PyObject_GetAttrString(forecast, "_LEARN") : NULL;
+    size_learn_rate = learn_rate ? PyObject_GetAttrString(forecast, "_LEARN_SIZE") : NULL;
     Py_DECREF(forecast);
-    if (learn_rate == NULL)
+    if (size_learn_rate == NULL)
         return NULL;
     if ((forecast = PyImport_ImportModule("asafe.schedulers.forecast")) == NULL)
         return NULL;

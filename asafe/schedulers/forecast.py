@@ -32,11 +32,22 @@ whose output crossed, times their logical size. The forecast is replaced by the
 real edges as soon as a consumer arrives.
 
 *Sizes.* An output's logical size (its dense-equivalent bytes, reported by the
-worker plugin, or Dask's ``nbytes``) is learned per key prefix, so a forecast
+worker plugin, or Dask's ``nbytes``) is learned per key prefix (a moving mean over about its
+last 16 outputs, ``_LEARN_SIZE``), so a forecast
 does not depend on whether compression is on: the optimization cannot flip its
 own signal. Before a prefix has been seen its size is unknown and its edges
 plan nothing; they are refined with the real size when the producer finishes,
-which is before the transfer starts.
+which is before the transfer starts. Until then an edge is planned at the mean
+size of the prefix's outputs that crossed (``crossed_bytes``, learned as the
+sizes are), and at the prefix's mean only where none crossed yet: one prefix
+often names outputs of very different sizes whose small ones are the ones that
+cross (dask.array's ``getitem``: a map_overlap's 28 KB halos cross to the
+concatenation of a block with its neighbours' halos, its 6 MB blocks stay), and
+a consumer of several dependencies plans all but the largest to cross. At the
+prefix's mean (0.4-1.1 MB) a map_overlap's arrival planned 0.3-0.5 s of
+transfers against 0.03 s measured once the next wave took single-dependency
+tasks one step further, and switched wire compression on in every run behind
+1 Gbit/s (``docs/results/workloads/1gbit-s40``, the twelfth run).
 
 *Small outputs.* An output whose size is known (it is in memory) or learned
 for its prefix, and below ``min_bytes`` (``asafe.distributed.forecast-min-bytes``,
@@ -63,8 +74,9 @@ Only a prefix this scheduler has never run starts unknown.
 producer is ready, running, or in memory with a consumer still to be served,
 and leave when that consumer finishes (the measured transfer then reaches the
 measured window) or when the output is released. A waiting producer counts once
-it joins the next wave (every dependency ready, running or in memory: the
-scheduler plugin activates it then, as it counts its compute), so the mode
+it joins the next wave (every dependency ready, running or in memory, or its
+one dependency in the wave: the scheduler plugin activates it then, as it
+counts its compute), so the mode
 weighs the wave about to run with its transfers; the rest of a large graph
 does not count yet.
 
@@ -104,8 +116,16 @@ from ..core.types import COMMUNICATION
 
 __all__ = ["TransferForecast", "PrefixMemory"]
 
-#: Weight of a new observation in the per-prefix moving averages (as the tracker learns durations).
+#: Weight of a new observation in the per-prefix moving average of the fraction that crossed (as the tracker
+#: learns durations).
 _LEARN = 0.5
+#: Weight of a new output's size in its prefix's moving average. A forecast sums the prefix's size over
+#: every edge of a graph, so it needs the prefix's mean, not its latest outputs: the misaligned difference
+#: of the workloads suite splits each chunk into one block and three slivers of one row or column under the
+#: same prefixes, and at 0.5 the average followed the last few outputs, slivers of 7 kB against a mean of
+#: 2 MB, so its graph's arrival planned no transfer and compression came on 0.13-0.57 s into the run
+#: (docs/results/workloads/1gbit-s37). 1/16 weighs about the last 16 outputs alike.
+_LEARN_SIZE = 1 / 16
 #: Scheduler states of a producer whose planned transfers count.
 _ACTIVE = frozenset({"queued", "no-worker", "processing", "memory"})
 
@@ -125,11 +145,12 @@ class PrefixMemory:
     1
     """
 
-    __slots__ = ("output_bytes", "shipped", "bandwidth", "capacity", "__weakref__")
+    __slots__ = ("output_bytes", "shipped", "crossed_bytes", "bandwidth", "capacity", "__weakref__")
 
     def __init__(self) -> None:
         self.output_bytes: dict[str, float] = {}
         self.shipped: dict[str, float] = {}
+        self.crossed_bytes: dict[str, float] = {}
         self.bandwidth: float | None = None  # the link's measured wire bytes per second (moving average)
         self.capacity: float | None = None  # and their upper envelope (asafe.schedulers.bandwidth)
 
@@ -178,6 +199,7 @@ class TransferForecast:
         self._workers = workers
         self._memory_size = size or (lambda ts: float(max(ts.nbytes, 0)))
         self.output_bytes: dict[str, float] = {}  # prefix -> moving average of logical output bytes
+        self.crossed_bytes: dict[str, float] = {}  # prefix -> the same, of the outputs that crossed
         self.shipped: dict[str, float] = {}  # prefix -> moving average of the fraction that crossed
         self._outputs: dict[Any, _Output] = {}
         #: Seconds planned now: the running total the tracker reads (see the module docstring).
@@ -205,7 +227,7 @@ class TransferForecast:
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
         """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""
         if nbytes is not None and nbytes >= 0:
-            _learn(self.output_bytes, prefix, float(nbytes))
+            _learn(self.output_bytes, prefix, float(nbytes), _LEARN_SIZE)
         if crossed is not None:
             _learn(self.shipped, prefix, float(crossed))
 
@@ -219,7 +241,9 @@ class TransferForecast:
             memory.output_bytes.setdefault(prefix, nbytes)
         for prefix, shipped in self.shipped.items():
             memory.shipped.setdefault(prefix, shipped)
-        self.output_bytes, self.shipped = memory.output_bytes, memory.shipped
+        for prefix, nbytes in self.crossed_bytes.items():
+            memory.crossed_bytes.setdefault(prefix, nbytes)
+        self.output_bytes, self.shipped, self.crossed_bytes = memory.output_bytes, memory.shipped, memory.crossed_bytes
 
     def expected_seconds(self, prefix: str) -> float:
         """Expected transfer seconds of one output of ``prefix`` from its history (0 if never seen)."""
@@ -294,7 +318,7 @@ class TransferForecast:
         if out is not None:
             self._produced(out, worker, logical)
         if logical is not None and logical >= 0:
-            _learn(self.output_bytes, ts.prefix.name, float(logical))
+            _learn(self.output_bytes, ts.prefix.name, float(logical), _LEARN_SIZE)
         if ts.dependencies:
             self._served(ts, worker, learn=True)
 
@@ -361,8 +385,10 @@ class TransferForecast:
         if bandwidth is None:
             bandwidth = self._bandwidth_now()
         nbytes = out.nbytes
-        if nbytes is None:
-            nbytes = self.output_bytes.get(out.prefix, 0.0)
+        if nbytes is None:  # not made yet: what crossed of its prefix (see _served), else its prefix's size
+            nbytes = self.crossed_bytes.get(out.prefix)
+            if nbytes is None:
+                nbytes = self.output_bytes.get(out.prefix, 0.0)
         seconds = probability * nbytes / bandwidth
         out.edges[where] = [probability, seconds]
         if out.active:
@@ -387,7 +413,10 @@ class TransferForecast:
             if edge is not None and out.active:
                 self._unplan(edge[1])
             if learn and out.home is not None and worker is not None:
-                _learn(shipped, out.prefix, float(worker not in out.home), self._crossing_rate(out))
+                crossed = worker not in out.home
+                _learn(shipped, out.prefix, float(crossed), self._crossing_rate(out))
+                if crossed and out.nbytes is not None:
+                    _learn(self.crossed_bytes, out.prefix, out.nbytes, _LEARN_SIZE)
 
     # The fraction of a prefix's outputs that crossed is weighted by their bytes: an
     # output moves it by its share of the prefix's typical size (at most _LEARN).

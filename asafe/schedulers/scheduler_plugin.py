@@ -36,7 +36,7 @@ from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
 from . import hosts, stealing, threads
 from .bandwidth import PROBE_FETCHES, LinkEstimate, probe
 from .forecast import PrefixMemory, TransferForecast
-from .p2p import P2PTraffic
+from .p2p import P2PTraffic, is_barrier
 from ..core.signals import local_host_names
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, logical_size, plugin_settings,
@@ -151,7 +151,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         ``asafe.distributed.expected-transfers``.
     next_wave : bool, optional
         Count the next wave (waiting tasks whose every dependency is ready,
-        running or in memory) as scheduled, see the module docstring. Default
+        running or in memory, and the single-dependency tasks one step behind
+        them) as scheduled, see the module docstring. Default
         ``asafe.distributed.next-wave``.
     bandwidth_min_bytes : int, optional
         Smallest transfer that updates the bandwidth estimate. Default
@@ -404,7 +405,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         decided here reaches every worker's stream ahead of the graph's first
         tasks. Tasks whose dependencies are all in memory are counted as scheduled
         at once (they are ready), then the next wave: tasks whose dependencies
-        are all ready, running or in memory (one wave only; the rest count when
+        are all ready, running or in memory, and the single-dependency tasks
+        one step behind them (one wave only; the rest count when
         they join it). The forecast plans the transfers their dependencies will
         make (see :mod:`asafe.schedulers.forecast`), then the domains are evaluated.
         """
@@ -640,20 +642,53 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             for dts in ts.dependents:
                 self._join_wave(dts)
 
+    # The single-dependency tasks one step behind a task that joins the wave
+    # join with it: each waits on nothing but that task, so it runs as soon as
+    # that one ends, in the same phase. Without it, the wave stopped one step short of
+    # where a graph's transfers start: the misaligned difference of the
+    # workloads suite slices its inputs (ready), splits the slices and merges
+    # the pieces (each of one dependency), and only then subtracts pieces that
+    # live on different workers; its arrival counted the slices and the splits,
+    # no transfer, and compression came on 0.13-0.57 s into the run
+    # (docs/results/workloads/1gbit-s37). Only single-dependency consumers
+    # join this way, so a graph's reductions and fan-ins still count when
+    # their inputs are ready; one step only (a longer chain's next tasks join
+    # as the wave advances). The edges this plans are of outputs not made yet,
+    # sized by what crossed of their key prefix (forecast.py, _served).
+    # A P2P barrier neither joins a chain nor continues one: a P2P operation's
+    # unpack tasks each depend on its barrier alone, and chained behind it
+    # they counted as compute the seconds they wait for shards, so every P2P
+    # rechunk and transpose of the suite read compute at its arrival and ran
+    # uncompressed (docs/results/workloads/1gbit-s37, chain-compressible);
+    # chained itself, the barrier read compute the same way. Both join the
+    # wave by the rule before the chain: once their dependencies are ready.
     def _join_wave(self, ts: "TaskState") -> None:
-        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory."""
+        """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory, or its one
+        dependency is in the wave and neither is a P2P barrier; then its single-dependency dependents, one
+        step."""
+        pending, chain = [ts], True
+        while pending:
+            ts = pending.pop()
+            if self._joins_wave(ts):
+                self._enter(ts.key, ready=False)
+                if chain:  # one step: the chain's next tasks join as the wave advances
+                    pending.extend(dts for dts in ts.dependents if len(dts.dependencies) == 1)
+            chain = False
+
+    def _joins_wave(self, ts: "TaskState") -> bool:
         if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
-            return
+            return False
         dependencies = ts.dependencies
         if len(dependencies) > _WAVE_FAN_IN:
-            return  # O(fan-in) per dependency edge would be quadratic: counted when ready
+            return False  # O(fan-in) per dependency edge would be quadratic: counted when ready
         scheduled = self._scheduled
         for dts in dependencies:
             if dts.state != "memory":
                 entry = scheduled.get(dts.key)
-                if entry is None or not entry.ready:
-                    return
-        self._enter(ts.key, ready=False)
+                if entry is None or not (entry.ready or (len(dependencies) == 1 and not is_barrier(dts)
+                                                         and not is_barrier(ts))):
+                    return False
+        return True
 
     def _discard(self, key: Any, entry: Scheduled) -> None:
         self._events.flush()  # its add may still be in the batch

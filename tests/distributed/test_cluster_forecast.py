@@ -353,3 +353,17 @@ def test_the_crossing_fraction_of_a_prefix_is_weighted_by_bytes():
     for i in range(3):  # equal sizes: 1, then 1/2 of the way to 0, twice
         serve("block", 1e6, "a", "b" if i == 0 else "a", i)
     assert forecast.shipped["block"] == 0.25
+    # what crossed, by size: the halos only, and the one block that crossed
+    assert forecast.crossed_bytes == {"getitem": 28_000.0, "block": 1e6}
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_an_output_not_made_yet_is_planned_at_the_size_of_what_crossed_of_its_prefix(compiled, request):
+    """A prefix whose outputs that cross are small (halos) plans an output not made yet at their size, not at the
+    prefix's mean (which its large outputs that stay make); a prefix with no crossing learned yet, at its mean."""
+    plugin = _small_outputs_plugin(0)
+    plugin.forecast.crossed_bytes["part"] = 28_000.0
+    forecast = _submit_pairs(plugin, compiled, request, learned=1e6)
+    assert forecast.planned == pytest.approx(0.5 * 28_000 / 1e8)  # one of the pair crosses at 1/2
+    forecast = _submit_pairs(_small_outputs_plugin(0), compiled, request, learned=1e6)
+    assert forecast.planned == pytest.approx(0.5 * 1e6 / 1e8)

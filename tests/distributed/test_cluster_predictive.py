@@ -331,3 +331,67 @@ def test_the_next_wave_is_one_wave_deep_and_skips_wide_tasks(client, make_runtim
         done = client.run_on_scheduler(_plugin_counts)
     assert counts == (5, 4)  # the gate and the four tasks waiting on it only
     assert done == (0, 0)
+
+
+def test_a_chain_of_single_dependency_tasks_joins_the_wave_with_its_head(client, make_runtime, installed):
+    # gate (ready, held on an Event) -> link-1 -> link-2 -> link-3 (each of one
+    # dependency: the chain joins the wave with link-1) -> a task of two
+    # dependencies (not counted until both are ready). Without the chain rule
+    # only the gate and link-1 counted: (2, 1).
+    from distributed import Event
+
+    go = Event("asafe-test-chain")
+    with installed(client, make_runtime()):
+        other = client.submit(_add, 5, key="chain-other-0", pure=False)
+        client.gather(other)
+        gate = client.submit(_sleepy, 1, "asafe-test-chain", key="chain-gate-0", pure=False)
+        try:
+            link = gate
+            for i in range(1, 4):
+                link = client.submit(_add, link, i, key=f"chain-link-{i}", pure=False)
+            pair = client.submit(_add, link, other, gate, key="chain-pair-0", pure=False)
+            counts = None
+            for _ in range(100):  # the tasks reach the scheduler
+                counts = client.run_on_scheduler(_plugin_counts)
+                if counts[0] >= 4:
+                    break
+                time.sleep(0.02)
+            time.sleep(0.1)  # anything else would have been counted by now
+            counts = client.run_on_scheduler(_plugin_counts)
+        finally:
+            go.set()
+        assert client.gather(pair) == (1 + 1 + 2 + 3) + 5 + 1
+        done = client.run_on_scheduler(_plugin_counts)
+    assert counts == (4, 3)  # the gate and the chain of three behind it
+    assert done == (0, 0)
+
+
+def test_the_chain_stops_before_a_p2p_barrier(client, make_runtime, installed):
+    # gate (ready, held on an Event) -> link (the next wave) -> a task keyed as a P2P barrier -> three
+    # unpacks of one dependency each. Neither the barrier nor the unpacks are counted: a P2P operation's
+    # unpack tasks depend on its barrier alone, and chained behind it they (and the barrier, chained
+    # itself) counted as compute the seconds they wait for shards (docs/results/workloads/1gbit-s37).
+    # With the chain rule alone: (6, 5); with only the unpacks stopped: (3, 2).
+    from distributed import Event
+
+    go = Event("asafe-test-barrier")
+    with installed(client, make_runtime()):
+        gate = client.submit(_sleepy, 1, "asafe-test-barrier", key="barrier-gate-0", pure=False)
+        try:
+            link = client.submit(_add, gate, 1, key="barrier-link-0", pure=False)
+            barrier = client.submit(_add, link, key="shuffle-barrier-asafe-test", pure=False)
+            unpacks = [client.submit(_add, barrier, i, key=f"barrier-unpack-{i}", pure=False) for i in range(3)]
+            counts = None
+            for _ in range(100):  # the tasks reach the scheduler
+                counts = client.run_on_scheduler(_plugin_counts)
+                if counts[0] >= 2:
+                    break
+                time.sleep(0.02)
+            time.sleep(0.1)  # anything else would have been counted by now
+            counts = client.run_on_scheduler(_plugin_counts)
+        finally:
+            go.set()
+        assert client.gather(unpacks) == [2 + i for i in range(3)]
+        done = client.run_on_scheduler(_plugin_counts)
+    assert counts == (2, 1)  # the gate and the link
+    assert done == (0, 0)

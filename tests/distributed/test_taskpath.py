@@ -46,7 +46,7 @@ def _state(plugin):
         "priors": dict(events._priors),
         "runs": (list(events._run_types), list(events._run_seconds), list(events._run_counts)),
         "planned": (forecast.planned, forecast._items, sorted(map(str, forecast._outputs))),
-        "learned": (dict(forecast.output_bytes), dict(forecast.shipped)),
+        "learned": (dict(forecast.output_bytes), dict(forecast.shipped), dict(forecast.crossed_bytes)),
         "reuse": (reuse._sum, reuse._count, reuse._recent_sum, reuse._recent_count, list(reuse._recent)),
         "runnable": plugin.runnable.count,
         "transfers": dict(plugin.transfer_stats),
