@@ -300,6 +300,16 @@ def _plugin_counts(dask_scheduler):
     return info["tasks"], info["next_wave"]
 
 
+def _settled_counts(client, at_least):
+    """The plugin's counts once ``at_least`` tasks are counted (they reached the scheduler) and 0.1 s later."""
+    for _ in range(100):
+        if client.run_on_scheduler(_plugin_counts)[0] >= at_least:
+            break
+        time.sleep(0.02)
+    time.sleep(0.1)  # anything else would have been counted by now
+    return client.run_on_scheduler(_plugin_counts)
+
+
 def test_the_next_wave_is_one_wave_deep_and_skips_wide_tasks(client, make_runtime, installed):
     # gate (ready, held on an Event) -> 4 tasks (the next wave) -> 1 task (not
     # counted: its dependencies are waiting); a task reading the gate and 40
@@ -316,14 +326,7 @@ def test_the_next_wave_is_one_wave_deep_and_skips_wide_tasks(client, make_runtim
             step = [client.submit(_add, gate, i, key=f"step-{i}", pure=False) for i in range(4)]
             after = client.submit(_add, *step, key="after-0", pure=False)
             wide = client.submit(_add, gate, *stored, key="wide-0", pure=False)
-            counts = None
-            for _ in range(100):  # the tasks reach the scheduler
-                counts = client.run_on_scheduler(_plugin_counts)
-                if counts[0] >= 5:
-                    break
-                time.sleep(0.02)
-            time.sleep(0.1)  # anything else would have been counted by now
-            counts = client.run_on_scheduler(_plugin_counts)
+            counts = _settled_counts(client, at_least=5)
         finally:
             go.set()
         assert client.gather(after) == 4 * 1 + 6
@@ -333,11 +336,12 @@ def test_the_next_wave_is_one_wave_deep_and_skips_wide_tasks(client, make_runtim
     assert done == (0, 0)
 
 
-def test_a_chain_of_single_dependency_tasks_joins_the_wave_with_its_head(client, make_runtime, installed):
+def test_single_dependency_tasks_join_the_wave_behind_a_task_in_it(client, make_runtime, installed):
     # gate (ready, held on an Event) -> link-1 -> link-2 -> link-3 (each of one
-    # dependency: the chain joins the wave with link-1) -> a task of two
-    # dependencies (not counted until both are ready). Without the chain rule
-    # only the gate and link-1 counted: (2, 1).
+    # dependency, each submitted apart: each joins at its arrival, the one
+    # before it being in the wave) -> a task of three dependencies (not counted
+    # until they are ready). Without the rule only the gate and link-1 counted:
+    # (2, 1).
     from distributed import Event
 
     go = Event("asafe-test-chain")
@@ -350,14 +354,7 @@ def test_a_chain_of_single_dependency_tasks_joins_the_wave_with_its_head(client,
             for i in range(1, 4):
                 link = client.submit(_add, link, i, key=f"chain-link-{i}", pure=False)
             pair = client.submit(_add, link, other, gate, key="chain-pair-0", pure=False)
-            counts = None
-            for _ in range(100):  # the tasks reach the scheduler
-                counts = client.run_on_scheduler(_plugin_counts)
-                if counts[0] >= 4:
-                    break
-                time.sleep(0.02)
-            time.sleep(0.1)  # anything else would have been counted by now
-            counts = client.run_on_scheduler(_plugin_counts)
+            counts = _settled_counts(client, at_least=4)
         finally:
             go.set()
         assert client.gather(pair) == (1 + 1 + 2 + 3) + 5 + 1
@@ -381,14 +378,7 @@ def test_the_chain_stops_before_a_p2p_barrier(client, make_runtime, installed):
             link = client.submit(_add, gate, 1, key="barrier-link-0", pure=False)
             barrier = client.submit(_add, link, key="shuffle-barrier-asafe-test", pure=False)
             unpacks = [client.submit(_add, barrier, i, key=f"barrier-unpack-{i}", pure=False) for i in range(3)]
-            counts = None
-            for _ in range(100):  # the tasks reach the scheduler
-                counts = client.run_on_scheduler(_plugin_counts)
-                if counts[0] >= 2:
-                    break
-                time.sleep(0.02)
-            time.sleep(0.1)  # anything else would have been counted by now
-            counts = client.run_on_scheduler(_plugin_counts)
+            counts = _settled_counts(client, at_least=2)
         finally:
             go.set()
         assert client.gather(unpacks) == [2 + i for i in range(3)]
