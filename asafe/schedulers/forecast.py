@@ -226,10 +226,13 @@ class TransferForecast:
     # learning ---------------------------------------------------------------------
     def learn_output(self, prefix: str, nbytes: float | None = None, crossed: bool | None = None) -> None:
         """Learn one output of ``prefix``: its logical size, and whether it crossed to another worker."""
-        if nbytes is not None and nbytes >= 0:
+        known = nbytes is not None and nbytes >= 0
+        if known:
             _learn(self.output_bytes, prefix, float(nbytes), _LEARN_SIZE)
         if crossed is not None:
             _learn(self.shipped, prefix, float(crossed))
+            if crossed and known:
+                _learn(self.crossed_bytes, prefix, float(nbytes), _LEARN_SIZE)
 
     def share(self, memory: "PrefixMemory") -> None:
         """Learn into ``memory`` from now on (what this forecast learned so far is kept in it).
