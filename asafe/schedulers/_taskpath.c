@@ -1529,69 +1529,56 @@ done:
     return status;
 }
 
+/* ``task`` joins the wave where _joins_wave says so: 0 or -1. */
+static int
+join_one(TaskPath *self, PyObject *task)
+{
+    int joins = joins_wave(self, task);
+    if (joins <= 0)
+        return joins;
+    PyObject *key = PyObject_GetAttr(task, s_key);
+    int status = key ? enter(self, key, Py_False) : -1;
+    Py_XDECREF(key);
+    return status;
+}
+
 /* _join_wave(ts): 0 or -1. ``ts`` joins the wave where _joins_wave says so, then its single-dependency
- * dependents, one step (a list of pending tasks, popped as the Python twin pops them). */
+ * dependents, one step, the last first (as the Python twin walks them). */
 static int
 join_wave(TaskPath *self, PyObject *ts)
 {
     int twin = run_patch(self, s_join_wave, ts);
     if (twin <= 0)
         return twin;
-    PyObject *pending = PyList_New(0);
-    if (pending == NULL || PyList_Append(pending, ts) < 0) {
-        Py_XDECREF(pending);
+    int joins = joins_wave(self, ts);
+    if (joins <= 0)
+        return joins;
+    PyObject *key = PyObject_GetAttr(ts, s_key);
+    int status = key ? enter(self, key, Py_False) : -1;
+    Py_XDECREF(key);
+    PyObject *dependents = status == 0 ? PyObject_GetAttr(ts, s_dependents) : NULL;
+    PyObject *iterator = dependents ? PyObject_GetIter(dependents) : NULL;
+    Py_XDECREF(dependents);
+    PyObject *single = iterator ? PyList_New(0) : NULL;
+    if (single == NULL) {
+        Py_XDECREF(iterator);
         return -1;
     }
-    int status = 0, chain = 1;
-    while (status == 0 && PyList_GET_SIZE(pending) > 0) {
-        int extend = chain; /* one step: only ``ts`` brings its dependents */
-        chain = 0;
-        Py_ssize_t last = PyList_GET_SIZE(pending) - 1;
-        PyObject *task = Py_NewRef(PyList_GET_ITEM(pending, last));
-        if (PyList_SetSlice(pending, last, last + 1, NULL) < 0) {
-            Py_DECREF(task);
+    PyObject *dts;
+    while (status == 0 && (dts = PyIter_Next(iterator)) != NULL) {
+        PyObject *its = PyObject_GetAttr(dts, s_dependencies);
+        Py_ssize_t fan_in = its ? PyObject_Length(its) : -1;
+        Py_XDECREF(its);
+        if (fan_in < 0 || (fan_in == 1 && PyList_Append(single, dts) < 0))
             status = -1;
-            break;
-        }
-        int joins = joins_wave(self, task);
-        if (joins <= 0) {
-            status = joins;
-            Py_DECREF(task);
-            continue;
-        }
-        PyObject *key = PyObject_GetAttr(task, s_key);
-        status = key ? enter(self, key, Py_False) : -1;
-        Py_XDECREF(key);
-        if (status == 0 && !extend) {
-            Py_DECREF(task);
-            continue;
-        }
-        PyObject *dependents = status == 0 ? PyObject_GetAttr(task, s_dependents) : NULL;
-        Py_DECREF(task);
-        if (status < 0 || dependents == NULL) {
-            status = -1;
-            break;
-        }
-        PyObject *iterator = PyObject_GetIter(dependents);
-        Py_DECREF(dependents);
-        if (iterator == NULL) {
-            status = -1;
-            break;
-        }
-        PyObject *dts;
-        while (status == 0 && (dts = PyIter_Next(iterator)) != NULL) {
-            PyObject *its = PyObject_GetAttr(dts, s_dependencies);
-            Py_ssize_t fan_in = its ? PyObject_Length(its) : -1;
-            Py_XDECREF(its);
-            if (fan_in < 0 || (fan_in == 1 && PyList_Append(pending, dts) < 0))
-                status = -1;
-            Py_DECREF(dts);
-        }
-        Py_DECREF(iterator);
-        if (status == 0 && PyErr_Occurred())
-            status = -1;
+        Py_DECREF(dts);
     }
-    Py_DECREF(pending);
+    Py_DECREF(iterator);
+    if (status == 0 && PyErr_Occurred())
+        status = -1;
+    for (Py_ssize_t i = PyList_GET_SIZE(single) - 1; status == 0 && i >= 0; i--)
+        status = join_one(self, PyList_GET_ITEM(single, i));
+    Py_DECREF(single);
     return status;
 }
 

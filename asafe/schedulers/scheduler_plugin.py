@@ -666,14 +666,13 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         """Count waiting ``ts`` as scheduled if every dependency is ready, running or in memory, or its one
         dependency is in the wave and neither is a P2P barrier; then its single-dependency dependents, one
         step."""
-        pending, chain = [ts], True
-        while pending:
-            ts = pending.pop()
-            if self._joins_wave(ts):
-                self._enter(ts.key, ready=False)
-                if chain:  # one step: the chain's next tasks join as the wave advances
-                    pending.extend(dts for dts in ts.dependents if len(dts.dependencies) == 1)
-            chain = False
+        if not self._joins_wave(ts):
+            return
+        self._enter(ts.key, ready=False)
+        # one step (the next ones join as the wave advances), the last first, as the compiled twin walks them
+        for dts in reversed([dts for dts in ts.dependents if len(dts.dependencies) == 1]):
+            if self._joins_wave(dts):
+                self._enter(dts.key, ready=False)
 
     def _joins_wave(self, ts: "TaskState") -> bool:
         if ts.key in self._scheduled or ts.run_spec is None or ts.state not in ("waiting", "released"):
