@@ -37,6 +37,7 @@ from . import hosts, stealing, threads
 from .bandwidth import PROBE_FETCHES, LinkEstimate, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic, is_barrier
+from .rpc import forwarder
 from ..core.signals import local_host_names
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, logical_size, plugin_settings,
@@ -56,6 +57,9 @@ __all__ = ["AdaptiveSchedulerPlugin", "Scheduled", "learned_duration", "prefix_m
 _ACTIVE = frozenset({"queued", "no-worker", "processing"})
 #: Seconds between two reads of the P2P counter while a barrier is pending.
 _TICK_MS = 200
+#: The scheduler's RPC handlers: op -> the plugin's method they call (through asafe.schedulers.rpc).
+_HANDLERS = {"asafe_hello": "hello", "asafe_host": "host_report", "asafe_info": "info",
+             "asafe_set_state": "set_state", "asafe_uninstall": "uninstall"}
 #: The link probe: bytes fetched (bandwidth.PROBE_FETCHES times), its timeout, and how many tries per installation.
 _PROBE_BYTES = 8 * 2**20
 _PROBE_TIMEOUT = 30.0
@@ -285,15 +289,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         previous = scheduler.plugins.get(NAME)
         if isinstance(previous, AdaptiveSchedulerPlugin) and previous is not self:
             previous.detach()  # a new installation replaces the old one: events count once
-        scheduler.handlers.update(
-            {
-                "asafe_hello": self.hello,
-                "asafe_host": self.host_report,
-                "asafe_info": self.info,
-                "asafe_set_state": self.set_state,
-                "asafe_uninstall": self.uninstall,
-            }
-        )
+        # the handlers forward to this installation; bound methods would stay in distributed's
+        # handler cache, and this installation with them, after it is removed (asafe.schedulers.rpc)
+        handlers = forwarder(scheduler)
+        handlers.attach(self)
+        scheduler.handlers.update({op: handlers.handler(name) for op, name in _HANDLERS.items()})
         self._unsubscribe = self.runtime.subscribe(self._push)
         self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
                                 self.runtime.add_signal("reuse", self.reuse),
@@ -370,11 +370,12 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._ticker = None
         scheduler = self.scheduler
         if scheduler is not None:
-            for op, handler in (("asafe_hello", self.hello), ("asafe_host", self.host_report),
-                                ("asafe_info", self.info), ("asafe_set_state", self.set_state),
-                                ("asafe_uninstall", self.uninstall)):
-                if scheduler.handlers.get(op) == handler:
-                    del scheduler.handlers[op]
+            handlers = forwarder(scheduler)
+            if handlers.plugin is self:  # not replaced by a newer installation, whose handlers they are
+                handlers.detach(self)
+                for op, name in _HANDLERS.items():
+                    if scheduler.handlers.get(op) is handlers.handler(name):
+                        del scheduler.handlers[op]
         self._ready.clear()
         self._scheduled.clear()
         self.runnable.clear()

@@ -27,6 +27,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import board, hosts, sizes, threads, wire
 from .bandwidth import PROBE_FETCHES
+from .rpc import forwarder
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
@@ -103,7 +104,9 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
         wire.advertise(worker)  # peers send this worker compressed frames
         worker.stream_handlers[STATES_OP] = self.receive
-        worker.handlers["asafe_probe"] = self.probe
+        handlers = forwarder(worker)  # not self.probe: distributed's handler cache would keep this plugin
+        handlers.attach(self)
+        worker.handlers["asafe_probe"] = handlers.handler("probe")
         worker.handlers["asafe_probe_payload"] = _probe_payload
         # --- per-host signals (asafe.schedulers.hosts): this host's load in every heartbeat
         until_measured = hosts.attach_worker(worker)
@@ -123,8 +126,11 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 task.cancel()
         if worker.stream_handlers.get(STATES_OP) == self.receive:
             worker.stream_handlers[STATES_OP] = _ignore
-        if worker.handlers.get("asafe_probe") == self.probe:
-            del worker.handlers["asafe_probe"]
+        handlers = forwarder(worker)
+        if handlers.plugin is self:  # not replaced by a newer installation's plugin
+            handlers.detach(self)
+            if worker.handlers.get("asafe_probe") is handlers.handler("probe"):
+                del worker.handlers["asafe_probe"]
         hosts.detach_worker(worker)  # per-host signals (asafe.schedulers.hosts)
         if self.host_watch is not None:
             self.host_watch.stop()

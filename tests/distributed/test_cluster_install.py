@@ -178,3 +178,42 @@ def test_install_rejects_bad_arguments(client):
         asafe.install(client, object())
     with pytest.raises(TypeError, match="distributed.Client"):
         asafe.install(object(), asafe.AdaptiveRuntime([]))
+
+
+def _plugins_alive(dask_worker=None):
+    """The asafe worker plugins this worker process still holds after a full collection (run there)."""
+    import gc
+
+    from asafe.schedulers.worker_plugin import AdaptiveWorkerPlugin
+
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, AdaptiveWorkerPlugin) and o.worker is dask_worker)
+
+
+async def _probe_each(dask_scheduler=None):
+    """Ask every worker for a small link probe from the other (the asafe_probe RPC handler, run there)."""
+    addresses = sorted(dask_scheduler.workers)
+    return [await dask_scheduler.rpc(a).asafe_probe(peer=addresses[i - 1], nbytes=4096)
+            for i, a in enumerate(addresses)]
+
+
+def test_uninstalled_installations_are_freed(cluster, client, make_runtime):
+    """distributed caches every RPC handler it calls (functools.cache, keyed by the handler): a bound method of a
+    plugin registered as one kept every installation (runtime, tracker, forecast) alive after its uninstall."""
+    import gc
+    import weakref
+
+    scheduler_plugins = []
+    for _ in range(3):
+        handle = asafe.install(client, make_runtime())  # each worker's hello calls asafe_hello
+        assert client.gather(client.map(inc, range(20))) == list(range(1, 21))
+        handle.info("mode")  # asafe_info
+        assert all(seconds > 0 for seconds in client.run_on_scheduler(_probe_each))  # asafe_probe on the workers
+        scheduler_plugins.append(weakref.ref(cluster.scheduler.plugins["asafe"]))
+        handle.uninstall()
+        assert "asafe_hello" not in cluster.scheduler.handlers
+        assert all("asafe_probe" not in handlers for handlers in client.run(lambda dask_worker: list(dask_worker.handlers)).values())
+    del handle
+    gc.collect()
+    assert [ref() for ref in scheduler_plugins] == [None, None, None]
+    assert set(client.run(_plugins_alive).values()) == {0}
