@@ -1529,7 +1529,7 @@ done:
     return status;
 }
 
-/* ``task`` joins the wave where _joins_wave says so: 0 or -1. */
+/* ``task`` joins the wave where _joins_wave says so: 1 (it joined), 0 (it did not) or -1. */
 static int
 join_one(TaskPath *self, PyObject *task)
 {
@@ -1539,7 +1539,7 @@ join_one(TaskPath *self, PyObject *task)
     PyObject *key = PyObject_GetAttr(task, s_key);
     int status = key ? enter(self, key, Py_False) : -1;
     Py_XDECREF(key);
-    return status;
+    return status < 0 ? -1 : 1;
 }
 
 /* _join_wave(ts): 0 or -1. ``ts`` joins the wave where _joins_wave says so, then its single-dependency
@@ -1550,13 +1550,11 @@ join_wave(TaskPath *self, PyObject *ts)
     int twin = run_patch(self, s_join_wave, ts);
     if (twin <= 0)
         return twin;
-    int joins = joins_wave(self, ts);
-    if (joins <= 0)
-        return joins;
-    PyObject *key = PyObject_GetAttr(ts, s_key);
-    int status = key ? enter(self, key, Py_False) : -1;
-    Py_XDECREF(key);
-    PyObject *dependents = status == 0 ? PyObject_GetAttr(ts, s_dependents) : NULL;
+    int joined = join_one(self, ts);
+    if (joined <= 0)
+        return joined;
+    int status = 0;
+    PyObject *dependents = PyObject_GetAttr(ts, s_dependents);
     PyObject *iterator = dependents ? PyObject_GetIter(dependents) : NULL;
     Py_XDECREF(dependents);
     PyObject *single = iterator ? PyList_New(0) : NULL;
@@ -1577,7 +1575,7 @@ join_wave(TaskPath *self, PyObject *ts)
     if (status == 0 && PyErr_Occurred())
         status = -1;
     for (Py_ssize_t i = PyList_GET_SIZE(single) - 1; status == 0 && i >= 0; i--)
-        status = join_one(self, PyList_GET_ITEM(single, i));
+        status = join_one(self, PyList_GET_ITEM(single, i)) < 0 ? -1 : 0;
     Py_DECREF(single);
     return status;
 }
