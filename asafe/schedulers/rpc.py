@@ -20,7 +20,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["Forwarder", "forwarder"]
+__all__ = ["Forwarder", "forwarder", "register", "unregister"]
 
 _FORWARDERS: weakref.WeakKeyDictionary[Any, "Forwarder"] = weakref.WeakKeyDictionary()
 
@@ -82,3 +82,22 @@ def forwarder(server: Any) -> Forwarder:
     if found is None:
         found = _FORWARDERS[server] = Forwarder()
     return found
+
+
+def register(server: Any, plugin: Any, handlers: dict[str, str]) -> None:
+    """Attach ``plugin`` to ``server``'s forwarder and set ``server.handlers[op]`` for each ``op: method name``."""
+    found = forwarder(server)
+    found.attach(plugin)
+    server.handlers.update({op: found.handler(name) for op, name in handlers.items()})
+
+
+def unregister(server: Any, plugin: Any, handlers: dict[str, str]) -> None:
+    """Detach ``plugin`` and remove the handlers :func:`register` set, unless a newer installation replaced it
+    (the handlers are then that installation's)."""
+    found = forwarder(server)
+    if found.plugin is not plugin:
+        return
+    found.detach(plugin)
+    for op, name in handlers.items():
+        if server.handlers.get(op) is found.handler(name):
+            del server.handlers[op]

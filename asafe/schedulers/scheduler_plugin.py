@@ -33,11 +33,10 @@ from ..core.reuse import DeclaredReuse, declared_reuse
 from ..core.runtime import AdaptiveRuntime
 from ..core.tracker import EventBatch
 from ..core.types import ANNOTATION, COMMUNICATION, resolve_type
-from . import hosts, stealing, threads
+from . import hosts, rpc, stealing, threads
 from .bandwidth import PROBE_FETCHES, LinkEstimate, probe
 from .forecast import PrefixMemory, TransferForecast
 from .p2p import P2PTraffic, is_barrier
-from .rpc import forwarder
 from ..core.signals import local_host_names
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, TRANSFER_PREFIX, PluginError, count_fallback, logger, logical_size, plugin_settings,
@@ -291,9 +290,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             previous.detach()  # a new installation replaces the old one: events count once
         # the handlers forward to this installation; bound methods would stay in distributed's
         # handler cache, and this installation with them, after it is removed (asafe.schedulers.rpc)
-        handlers = forwarder(scheduler)
-        handlers.attach(self)
-        scheduler.handlers.update({op: handlers.handler(name) for op, name in _HANDLERS.items()})
+        rpc.register(scheduler, self, _HANDLERS)
         self._unsubscribe = self.runtime.subscribe(self._push)
         self._detach_signals = [self.runtime.add_signal("bandwidth", self.link.signal),
                                 self.runtime.add_signal("reuse", self.reuse),
@@ -370,12 +367,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             self._ticker = None
         scheduler = self.scheduler
         if scheduler is not None:
-            handlers = forwarder(scheduler)
-            if handlers.plugin is self:  # not replaced by a newer installation, whose handlers they are
-                handlers.detach(self)
-                for op, name in _HANDLERS.items():
-                    if scheduler.handlers.get(op) is handlers.handler(name):
-                        del scheduler.handlers[op]
+            rpc.unregister(scheduler, self, _HANDLERS)  # unless a newer installation's handlers replaced them
         self._ready.clear()
         self._scheduled.clear()
         self.runnable.clear()

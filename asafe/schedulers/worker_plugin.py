@@ -25,9 +25,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import board, hosts, sizes, threads, wire
+from . import board, hosts, rpc, sizes, threads, wire
 from .bandwidth import PROBE_FETCHES
-from .rpc import forwarder
 from .protocol import (METADATA_KEY, NAME, STARTSTOP_BYTES, STARTSTOP_CODEC, STARTSTOP_EXTRA, STARTSTOP_TASKS,
                        STATES_OP, count_fallback, last_items, logger, plugin_settings)
 
@@ -35,6 +34,8 @@ __all__ = ["AdaptiveWorkerPlugin"]
 
 # Outputs that are containers are looked through up to this many items.
 _MAX_ITEMS = 4096
+#: The worker's RPC handlers: op -> the plugin's method they call (through asafe.schedulers.rpc).
+_HANDLERS = {"asafe_probe": "probe"}
 
 
 class AdaptiveWorkerPlugin(WorkerPlugin):
@@ -104,9 +105,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
         wire.enable()  # wire-compression's serializers and codec (asafe.schedulers.wire)
         wire.advertise(worker)  # peers send this worker compressed frames
         worker.stream_handlers[STATES_OP] = self.receive
-        handlers = forwarder(worker)  # not self.probe: distributed's handler cache would keep this plugin
-        handlers.attach(self)
-        worker.handlers["asafe_probe"] = handlers.handler("probe")
+        rpc.register(worker, self, _HANDLERS)  # not self.probe: distributed's handler cache would keep this plugin
         worker.handlers["asafe_probe_payload"] = _probe_payload
         # --- per-host signals (asafe.schedulers.hosts): this host's load in every heartbeat
         until_measured = hosts.attach_worker(worker)
@@ -126,11 +125,7 @@ class AdaptiveWorkerPlugin(WorkerPlugin):
                 task.cancel()
         if worker.stream_handlers.get(STATES_OP) == self.receive:
             worker.stream_handlers[STATES_OP] = _ignore
-        handlers = forwarder(worker)
-        if handlers.plugin is self:  # not replaced by a newer installation's plugin
-            handlers.detach(self)
-            if worker.handlers.get("asafe_probe") is handlers.handler("probe"):
-                del worker.handlers["asafe_probe"]
+        rpc.unregister(worker, self, _HANDLERS)  # unless a newer installation's plugin replaced it
         hosts.detach_worker(worker)  # per-host signals (asafe.schedulers.hosts)
         if self.host_watch is not None:
             self.host_watch.stop()
