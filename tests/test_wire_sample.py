@@ -42,7 +42,7 @@ def _compressed_sizes(monkeypatch, frame_bytes, state, config=None):
     monkeypatch.setattr(wire, "compress_frame", recording)
     ids = np.random.default_rng(0).integers(0, 5000, frame_bytes // 8, dtype=np.int64)
     wire._choices.clear()
-    wire._sample(memoryview(ids).cast("B"), 8, (state, "dask", "ndarray", ids.dtype.str, 8, 0, False))
+    wire._sample(memoryview(ids).cast("B"), 8, (state, "dask", "ndarray", ids.dtype.str, 8, 0, None, False))
     return sizes
 
 
@@ -85,6 +85,61 @@ def test_an_environment_variables_underscored_key_is_the_setting_it_names():
         wire.check_settings({"sample_sise": "1 MiB"})  # a typo is still caught
 
 
+def test_min_gain_is_a_share_below_1_checked_with_the_other_settings():
+    assert wire.check_settings({"min-gain": "0.05"})["min_gain"] == 0.05
+    assert wire.check_settings({})["min_gain"] == 0.1  # the shipped default
+    env = dask.config.collect_env({"DASK_ASAFE__WIRE__MIN_GAIN": "0"})
+    assert wire.check_settings(env["asafe"]["wire"])["min_gain"] == 0.0
+    for bad in (1, 1.5, -0.1, "lots", True, float("nan")):
+        with pytest.raises(validate.InvalidSetting, match=r"asafe.wire.min-gain must be .*at least 0 and below 1"):
+            wire.check_settings({"min-gain": bad})
+
+
+def _int_ids_choice(config):
+    ids = np.random.default_rng(0).integers(0, 5000, (4 << 20) // 8, dtype=np.int64)
+    try:
+        with dask.config.set(config):
+            wire.enable()
+        wire._choices.clear()
+        return wire._sample(memoryview(ids).cast("B"), 8, (120, "dask", "ndarray", ids.dtype.str, 8, 0, None, False))
+    finally:
+        wire.enable()
+
+
+def test_a_link_speed_codec_must_save_min_gain_of_the_frames_time():
+    # int ids at 120 MB/s: a codec sends them in well under half the time they take as they are (their
+    # bytes alone shrink more than 4x); no codec saves 99% of it (13 of 64 bits carry information)
+    assert _int_ids_choice({"asafe.wire.min-gain": 0.1})[0] is not None
+    assert _int_ids_choice({"asafe.wire.min-gain": 0.0})[0] is not None
+    assert _int_ids_choice({"asafe.wire.min-gain": 0.99})[0] is None
+
+
+def _sent(x, state=120):
+    """Compress ``x``'s one frame as a worker sends it under ``state``; whether it went compressed."""
+    header, frames = {}, [memoryview(np.ascontiguousarray(x)).cast("B")]
+    wire._compress_frames(header, frames, x, "dask", state)
+    return (header.get("compression") or (None,))[0] is not None
+
+
+def test_a_choice_to_send_as_it_is_holds_for_arrays_of_that_shape_only():
+    # A matrix product's partial products (random-looking) chose "as it is"; a rechunk of a smooth field
+    # of the same dtype sent next went as it was for the next `resample` frames before its kind had its own
+    rng = np.random.default_rng(0)
+    smooth = np.round(np.sin(np.linspace(0, 60, 1024 * 512)), 3).reshape(1024, 512)
+    try:
+        wire.enable()
+        wire._choices.clear()
+        wire.reset_stats()
+        assert not _sent(rng.random((512, 128)))
+        assert not _sent(rng.random((512, 128)))  # the same kind: the choice holds, no second sample
+        assert wire._counters["samples"] == 1
+        assert _sent(smooth)  # rows of another shape: its own kind, sampled, compressed
+        assert _sent(smooth[:768])  # an edge chunk of the same array (fewer rows): the same kind
+        assert wire._counters["samples"] == 2
+    finally:
+        wire.enable()
+
+
 def test_random_datas_sample_compresses_only_the_first_bytes(monkeypatch):
     # no candidate shrinks random bytes: none is timed on the whole sample, and the frame goes as it is
     sizes = []
@@ -99,7 +154,7 @@ def test_random_datas_sample_compresses_only_the_first_bytes(monkeypatch):
         monkeypatch.setattr(wire, "compress_frame", recording)
         noise = np.random.default_rng(0).random((16 << 20) // 8)
         wire._choices.clear()
-        choice = wire._sample(memoryview(noise).cast("B"), 8, (120, "dask", "ndarray", "<f8", 8, 0, False))
+        choice = wire._sample(memoryview(noise).cast("B"), 8, (120, "dask", "ndarray", "<f8", 8, 0, None, False))
         assert choice[0] is None
         assert sizes and set(sizes) == {64 * KIB}
     finally:
@@ -125,7 +180,7 @@ def _frames_sampled(data, state, frames):
     wire.reset_stats()
     sampled = []
     frame = memoryview(data).cast("B")
-    kind = (state, "dask", "ndarray", data.dtype.str, 8, 0, False)
+    kind = (state, "dask", "ndarray", data.dtype.str, 8, 0, None, False)
     for i in range(frames):
         before = wire.stats()["samples"]
         wire._maybe_compress(frame, 8, kind)

@@ -58,7 +58,7 @@ def _choose(data, state, zeros=True):
     wire.enable()
     wire._choices.clear()
     frame = memoryview(data).cast("B")
-    return wire._sample(frame, data.dtype.itemsize, (state, "dask", "ndarray", data.dtype.str, 8, 0, zeros))[0]
+    return wire._sample(frame, data.dtype.itemsize, (state, "dask", "ndarray", data.dtype.str, 8, 0, None, zeros))[0]
 
 
 def test_the_sample_elides_half_zero_floats_behind_a_slow_link_and_never_for_a_named_codec():

@@ -38,9 +38,9 @@ link speed chooses it (a codec's name means that codec). So the codec and
 filter are chosen from a sample: the first bytes of a frame (an eighth of it, at least
 ``asafe.wire.sample-size`` and at most ``asafe.wire.max-sample-size``: :func:`sample_bytes`) are
 compressed with each candidate, and a candidate must shrink them by
-``asafe.wire.min-ratio`` (and, for a link speed, send them faster than they go
-as they are, by a margin) or the frame goes as it is. The choice is kept per
-kind of frame (state, serializer family, type, dtype, frame position) for the
+``asafe.wire.min-ratio`` (and, for a link speed, send them sooner than they go
+as they are by ``asafe.wire.min-gain`` of that time) or the frame goes as it is. The choice is kept per
+kind of frame (state, serializer family, type, dtype, frame position, the shape of a row) for the
 next ``asafe.wire.resample`` frames of that kind (twice as many each time a
 sample chooses the codec the last one did, up to eight times ``resample``), so
 random data costs one sample per ``resample`` frames, not one per frame. A frame whose full
@@ -160,8 +160,8 @@ SIZES_KEY = "asafe-nbytes"
 MAX_FRAME = 2**31 - 64
 #: Kinds of frame whose filter choice is remembered; past it the memory starts afresh.
 _MAX_KINDS = 4096
-_SETTINGS = ("level", "filters", "min-size", "sample-size", "max-sample-size", "min-ratio", "resample",
-             "threads")
+_SETTINGS = ("level", "filters", "min-size", "sample-size", "max-sample-size", "min-ratio", "min-gain",
+             "resample", "threads")
 #: A frame's sample is this share of it (between ``sample-size`` and ``max-sample-size``).
 _SAMPLE_SHARE = 8
 
@@ -177,8 +177,6 @@ _choices: dict[tuple, list] = {}  # kind -> [codec id or None (send as is), filt
 #: A kind whose sample chose what it had chosen waits twice as many frames for its next one, up to this many
 #: times ``resample`` (see _sample).
 _RESAMPLE_GROWTH = 8
-#: A codec must send a sample this much sooner than sending it as it is (a link speed state).
-_MIN_GAIN = 0.1
 _saved = 0  # receiver: bytes the codec saved on frames received since take_received()
 _stored_saved = 0  # receiver: bytes objects stored compressed saved (their reported sizes), likewise
 _codec_seconds = 0.0  # receiver: codec seconds of those frames (both ends, see take_received)
@@ -207,7 +205,7 @@ def check_settings(config: dict | None = None) -> dict[str, Any]:
     >>> check_settings({"codec": "zstd"})
     Traceback (most recent call last):
     ...
-    asafe.core.validate.InvalidSetting: asafe.wire has unknown keys ['codec']; allowed: filters, level, max-sample-size, min-ratio, min-size, resample, sample-size, threads (the codec is the state of the wire-compression optimization: lz4, zstd)
+    asafe.core.validate.InvalidSetting: asafe.wire has unknown keys ['codec']; allowed: filters, level, max-sample-size, min-gain, min-ratio, min-size, resample, sample-size, threads (the codec is the state of the wire-compression optimization: lz4, zstd)
     """
     raw = _canonical_keys(_config.get("asafe.wire") if config is None else config)
     unknown = sorted(set(raw) - set(_SETTINGS))
@@ -237,9 +235,27 @@ def check_settings(config: dict | None = None) -> dict[str, Any]:
         "sample_size": sample_size,
         "max_sample_size": max_sample_size,
         "min_ratio": validate.number(value["min-ratio"], "asafe.wire.min-ratio", minimum=1.0),
+        "min_gain": _min_gain(value["min-gain"]),
         "resample": validate.integer(value["resample"], "asafe.wire.resample", minimum=1),
         "threads": validate.integer(value["threads"], "asafe.wire.threads", minimum=1),
     }
+
+
+def _min_gain(value: Any) -> float:
+    """``asafe.wire.min-gain``: a share of a frame's time as it is, at least 0 and below 1.
+
+    >>> _min_gain("0.05")
+    0.05
+    >>> _min_gain(1)
+    Traceback (most recent call last):
+    ...
+    asafe.core.validate.InvalidSetting: asafe.wire.min-gain must be at least 0 and below 1 (the share of a frame's time sent as it is that a codec must save), got 1 (environment variable DASK_ASAFE__WIRE__MIN_GAIN)
+    """
+    rule = "at least 0 and below 1 (the share of a frame's time sent as it is that a codec must save)"
+    gain = validate.number(value, "asafe.wire.min-gain", minimum=0.0, rule=rule)
+    if gain >= 1.0:
+        raise validate._refuse("asafe.wire.min-gain", rule, value)
+    return gain
 
 
 def _canonical_keys(raw: Any) -> dict[str, Any]:
@@ -427,13 +443,31 @@ def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any
             if not frame.c_contiguous:
                 continue
             frame = frame.cast("B")
-        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i, zeros)
+        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i, _rows_of(x), zeros)
         compressed = _maybe_compress(frame, size, kind)
         if compressed is not None:
             frames[i], compressions[i] = compressed
             changed = True
     if changed:
         header["compression"] = tuple(compressions)
+
+
+def _rows_of(x: Any) -> tuple | None:
+    """The shape of one of ``x``'s rows (its shape but the first axis), where it has a shape: part of its kind.
+
+    The chunks of one array share it (their first axis may vary: an edge chunk,
+    a dataframe's partitions), and arrays that differ there are kept apart: a
+    choice to send as it is, made on one array's frames (a matrix product's
+    partial products, which no codec sends sooner), held for the next
+    ``resample`` frames of any other array of that dtype (a rechunk of a
+    smooth field that compresses 6x), which went as they were for several runs.
+
+    >>> import numpy as np
+    >>> _rows_of(np.zeros((256, 4096))), _rows_of(np.zeros(10)), _rows_of({"a": 1})
+    ((4096,), (), None)
+    """
+    shape = getattr(x, "shape", None)
+    return tuple(shape[1:]) if isinstance(shape, tuple) else None
 
 
 def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> tuple[bytes, str] | None:
@@ -489,7 +523,7 @@ def _sample(frame: memoryview, typesize: int, kind: tuple) -> list:
         best, best_cost = (None, None), n / settings["min_ratio"]
     else:  # a link speed: the candidate that sends the sample soonest, by a margin over sending it as it is
         codecs = list(library["codecs"].values())
-        best, best_cost = (None, None), (n / link) * (1 - _MIN_GAIN)
+        best, best_cost = (None, None), (n / link) * (1 - settings["min_gain"])
     blosc2 = library["blosc2"]
     # the thread's cpu clock, not the wall's: a candidate takes a fraction of a millisecond, so one
     # time slice lost to another process (a few ms on a host whose cores are busy) measured it
