@@ -567,7 +567,7 @@ def transfer_bytes_saved(
     S = graph500.mixed_matrix(scale, tile, dense_fraction, seed=seed)
     x = np.random.default_rng(seed).random(S.shape[1])
     reference = S @ x
-    producer, consumer = sorted(client.scheduler_info()["workers"])
+    producer, consumer = sorted(client.nthreads())
 
     def run() -> np.ndarray:
         if link is None:

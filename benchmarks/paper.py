@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with demo.connect(None, workers, 1) if not args.no_cluster else _nothing() as cluster:
         client = cluster[0] if cluster else None
-        names = sorted(client.scheduler_info()["workers"]) if client else []
+        names = sorted(client.nthreads()) if client else []
         for df in dfs:
             source = wl.PhaseMatrix(PAPER["scale"], PAPER["tile"], df, 1.0)
             S = source.matrix()

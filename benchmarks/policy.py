@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         client.wait_for_workers(args.workers)
-        first = sorted(client.scheduler_info()["workers"])[0]
+        first = sorted(client.nthreads())[0]
         results["settings"]["first_worker"] = first
         if not client.run_on_scheduler(_stealing_runs):
             print("the scheduler runs no work stealing (distributed.scheduler.work-stealing: False?): "

@@ -430,7 +430,7 @@ def calibrate(client: Any, phases: list, thresholds: Any) -> dict[str, Any]:
                       "wire_bytes_on": on.nbytes,
                       **{f"{k}_ns_per_element": v / elements * 1e9 for k, v in cost.items()}}
     # transfer: one dense panel of the shipped phase from worker A to worker B
-    a, b = sorted(client.scheduler_info()["workers"])[:2]
+    a, b = sorted(client.nthreads())[:2]
     phase = shipped
     source = phase.source()
     lo, hi = wl.panel_bounds(phase.grid, phase.panels)[0]

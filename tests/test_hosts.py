@@ -322,7 +322,7 @@ def test_the_scheduler_combines_the_workers_reports_in_process():
             Client(cluster) as client:
         handle = asafe.install(client)
         plugin = cluster.scheduler.plugins["asafe"]
-        (host,) = {w["host"] for w in client.scheduler_info()["workers"].values()}
+        (host,) = {w["host"] for w in client.sync(client.scheduler.identity, n_workers=-1)["workers"].values()}
         assert handle.info("hosts")["hosts"]["hosts"][host]["source"] == "the scheduler's host (psutil here)"
         plugin._local_hosts = frozenset()  # the workers' host is now another host than the scheduler's
 
@@ -339,7 +339,7 @@ def test_the_scheduler_combines_the_workers_reports_in_process():
         assert 0.0 <= info["signals"]["external_cpu"] <= 1.0 and info["signals"] == {
             k: row[k] for k in ("cpu", "memory", "external_cpu")}
         client.run(lambda dask_worker: dask_worker.metrics.pop("asafe-host", None) is not None,
-                   workers=[sorted(client.scheduler_info()["workers"])[0]])
+                   workers=[sorted(client.nthreads())[0]])
         deadline = time.time() + 20
         while not table()["hosts"][host].get("unknown") and time.time() < deadline:
             time.sleep(0.2)
@@ -466,7 +466,7 @@ def test_a_rechunk_across_three_hosts_with_asafe(three_hosts, tmp_path):
         reference = x.compute(scheduler="sync")
         y = client.persist(x.rechunk((1024, 128)))
         result = y.compute()
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
         holders = {addr for addrs in client.who_has(y).values() for addr in addrs}
         info = drive(client, handle, 10, until=lambda h: all(
             not math.isnan(row["external_cpu"]) for row in h.info("hosts")["hosts"]["hosts"].values()))
@@ -523,7 +523,7 @@ def test_a_busy_worker_host_is_seen_and_an_unreadable_one_is_unknown(three_hosts
         time.sleep(1.0)
         seen = 'h.state("hosts-quiet") is False'
         unreadable = """
-        h2 = [w for w, info in client.scheduler_info(n_workers=-1)["workers"].items() if info["host"] == "10.201.0.3"]
+        h2 = [w for w, info in client.sync(client.scheduler.identity, n_workers=-1)["workers"].items() if info["host"] == "10.201.0.3"]
         client.run(lambda dask_worker: dask_worker.metrics.pop("asafe-host", None) is not None, workers=h2)
         later = drive(client, handle, 15, until=lambda h: h.info("hosts")["hosts"]["hosts"]["10.201.0.3"]["unknown"])
         out["unknown"] = {"mode": nan_safe(later["mode"][1].get("external_cpu")),

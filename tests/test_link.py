@@ -236,7 +236,7 @@ SCRIPT = textwrap.dedent(f"""
     if __name__ == "__main__":
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
                 Client(cluster) as client:
-            a, b = sorted(client.scheduler_info()["workers"])
+            a, b = sorted(client.nthreads())
             x = client.submit(make, {PAYLOAD}, workers=[a], pure=False)
             wait(x)  # made on worker A; the timed part below is its transfer to worker B
             start = time.perf_counter()

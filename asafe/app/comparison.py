@@ -153,7 +153,7 @@ def compare(
     if expected is None:
         expected = [reference(p) for p in phases]
     if workers is None:
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
     warm: list[VariantRun] = []
     warm_seconds: dict[str, float] = {}
     if warmup:

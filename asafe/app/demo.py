@@ -128,7 +128,7 @@ def connect(scheduler_address: str | None = None, workers: int = 2,
         except (OSError, TimeoutError) as exc:
             raise DemoError(f"cannot connect to the scheduler at {scheduler_address!r}: {exc}") from None
         with client:
-            n = len(client.scheduler_info()["workers"])
+            n = len(client.nthreads())
             yield client, f"cluster at {scheduler_address} ({n} workers)", time.perf_counter() - t0
         return
     # distributed's own chatter (worker start/stop) would drown the demo's output
@@ -718,7 +718,7 @@ def run_demo(
     watch = LoadWatch()
     with connect(scheduler_address, workers, threads_per_worker) as (client, where, startup):
         timing["cluster_start_s"] = startup
-        names = sorted(client.scheduler_info()["workers"])
+        names = sorted(client.nthreads())
         if len(names) < 2:
             raise DemoError(f"the workload ships panels between workers: the cluster has {len(names)} worker(s)")
         console.print(f"  cluster: {where}, started in {startup:.1f} s", markup=False)

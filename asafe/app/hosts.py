@@ -548,7 +548,7 @@ class HostCluster:
         script = ("import json, sys; from distributed import Client\n"
                   f"with Client({self.scheduler_address!r}, timeout={self.timeout!r}) as c:\n"
                   f"    c.wait_for_workers({self.n_workers}, timeout={self.timeout!r})\n"
-                  "    print(json.dumps(sorted(c.scheduler_info(n_workers=-1)['workers'])))\n")
+                  "    print(json.dumps(sorted(c.nthreads())))\n")
         done = self.topology.run(0, [sys.executable, "-c", script], capture_output=True, text=True,
                                  timeout=self.timeout + 30, env=self._env)
         if done.returncode != 0:

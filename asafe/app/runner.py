@@ -125,7 +125,7 @@ def run_phase(
         ``correct`` is set; a wrong result is reported in ``error``, never raised.
     """
     if workers is None:
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
     source = phase.source()
     bounds = panel_bounds(phase.grid, phase.panels)
     plan = placement_plan(phase.placement, len(bounds), workers)

@@ -466,8 +466,11 @@ def _rows_of(x: Any) -> tuple | None:
     >>> _rows_of(np.zeros((256, 4096))), _rows_of(np.zeros(10)), _rows_of({"a": 1})
     ((4096,), (), None)
     """
-    shape = getattr(x, "shape", None)
-    return tuple(shape[1:]) if isinstance(shape, tuple) else None
+    try:
+        shape = getattr(x, "shape", None)
+        return tuple(shape[1:]) if isinstance(shape, tuple) else None
+    except Exception:  # an object whose shape raises is sent as it would be without one, never refused
+        return None
 
 
 def _maybe_compress(frame: memoryview, typesize: int, kind: tuple) -> tuple[bytes, str] | None:

@@ -52,7 +52,7 @@ def test_worker_killed_mid_phase(client, make_runtime, installed, boards):
         futures = client.map(slow_ship, range(40), pure=False)
         wait_until(lambda: sum(f.done() for f in futures) >= 4)
         assert handle.state("compression") is True
-        victim = sorted(client.scheduler_info()["workers"])[0]
+        victim = sorted(client.nthreads())[0]
         client.run(os._exit, 1, workers=[victim], on_error="ignore", callback_timeout=10)
         # every result arrives, and is right
         assert client.gather(futures) == [2 * i for i in range(40)]

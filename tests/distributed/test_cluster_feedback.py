@@ -99,7 +99,7 @@ def transfer_bound_run(client, handle, waves=16, width=4, depth=4):
     ``depth`` waves run roughly last-in first-out, and a producer submitted early
     may run after the switch while later ones ran before it.
     """
-    source, sink = sorted(client.scheduler_info()["workers"])
+    source, sink = sorted(client.nthreads())
     received, pending = [], []
     for w in range(waves + 1):
         if w < waves:

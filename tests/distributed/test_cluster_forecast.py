@@ -188,7 +188,7 @@ def _planned_at_arrival(client, graph):
 
 
 def _workers(client):
-    return sorted(client.scheduler_info()["workers"])
+    return sorted(client.nthreads())
 
 
 def test_a_single_dependency_is_planned_at_the_crossing_its_prefix_learned(client, make_runtime, installed):

@@ -145,11 +145,11 @@ def test_worker_joining_later_gets_current_states(cluster, client, make_runtime,
     rt = make_runtime()
     with installed(client, rt) as handle:
         handle.set_state("compression", True)
-        before = set(client.scheduler_info()["workers"])
+        before = set(client.nthreads())
         cluster.scale(3)
         client.wait_for_workers(3, timeout=60)
         try:
-            new = set(client.scheduler_info()["workers"]) - before
+            new = set(client.nthreads()) - before
             assert len(new) == 1
             (address,) = new
             deadline = time.time() + 10
@@ -160,7 +160,7 @@ def test_worker_joining_later_gets_current_states(cluster, client, make_runtime,
         finally:
             cluster.scale(2)
             deadline = time.time() + 60
-            while len(client.scheduler_info()["workers"]) > 2 and time.time() < deadline:
+            while len(client.nthreads()) > 2 and time.time() < deadline:
                 time.sleep(0.1)
 
 

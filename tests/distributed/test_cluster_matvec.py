@@ -37,7 +37,7 @@ def test_tasks_are_typed():
 @pytest.mark.parametrize("compression", [False, True])
 def test_matvec_pinned_across_workers(client, problem, installed, compression):
     source, x, reference = problem
-    producer, consumer = sorted(client.scheduler_info()["workers"])
+    producer, consumer = sorted(client.nthreads())
     rt = asafe.AdaptiveRuntime([asafe.Optimization("compression", Pinned(), initial=compression)], signals=False)
     with installed(client, rt) as handle:
         y = dmv.matvec(client, source, x, panels=4, producers=[producer], consumers=[consumer])

@@ -50,7 +50,7 @@ def mixed_client(make_cluster_factory):
 
 def test_workers_without_asafe_give_a_clear_error(mixed_client, make_runtime):
     client = mixed_client
-    workers = client.scheduler_info()["workers"]
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]  # not the cached scheduler_info()
     (bad,) = [address for address, info in workers.items() if info["name"] == "without-asafe"]
     (good,) = [address for address in workers if address != bad]
     # the hiding works: the worker process really cannot import asafe

@@ -70,7 +70,7 @@ def _runtime(make_runtime, predictive):
 
 
 def _phases(client, handle):
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     seen = {"shipped-1": shipped_phase(client, workers, "s1")}  # learns the producers' output size
     seen["local-1"] = local_phase(client, "l1")
     seen["shipped-2"] = shipped_phase(client, workers, "s2")
@@ -140,7 +140,7 @@ def test_a_new_installation_forecasts_a_prefix_the_scheduler_has_run(client, mak
     # The demo installs a fresh runtime per run; what the scheduler learned per
     # prefix (the producers' output size) must survive it, as Dask's per-prefix
     # durations do, or every run ships its first wave uncompressed.
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     with installed(client, _runtime(make_runtime, predictive=True)):
         first = _remembered_phase(client, workers, "r1")
     with installed(client, _runtime(make_runtime, predictive=True)) as handle:
@@ -269,7 +269,7 @@ def test_a_phase_waiting_on_one_task_counts_the_tasks_behind_it(client, make_run
     # vector task against its planned transfer -- communication -- and switched
     # compression on for as long as it ran. Both are asserted, so the test
     # cannot pass by accident.
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     rt = make_runtime(alpha=0.5, beta=1.0, window=TASKS, dwell=0.0, dwell_tasks=0, blend=0.0)
     with installed(client, rt, next_wave=next_wave) as handle:
         vector_phase(client, workers, f"l{int(next_wave)}")  # learns the vector's size and the panels' duration

@@ -37,7 +37,7 @@ def secure_client(request):
 def test_tls_run(secure_client, make_runtime, installed, boards):
     client = secure_client
     assert client.scheduler.address.startswith("tls://")
-    assert all(address.startswith("tls://") for address in client.scheduler_info()["workers"])
+    assert all(address.startswith("tls://") for address in client.nthreads())
     with installed(client, make_runtime(window=32)) as handle:
         assert client.gather(client.map(ship, range(30), pure=False))[-1] is True
         assert handle.state("compression") is True

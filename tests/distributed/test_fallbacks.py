@@ -77,7 +77,7 @@ def _restore_transfer_log(dask_worker):
 
 
 def _transfers(client, rounds=6):
-    source, sink = sorted(client.scheduler_info()["workers"])
+    source, sink = sorted(client.nthreads())
     futures = []
     for i in range(rounds):
         made = client.submit(produce, i, workers=[source], pure=False)

@@ -74,7 +74,7 @@ def wait_until(predicate, timeout, what):
 def consistent(client, handle, boards, timeout=BOUND):
     """Every worker answers the scheduler's states, within ``timeout``; also the tracker is idle."""
     states = handle.states
-    wait_until(lambda: (lambda b: len(b) == len(client.scheduler_info()["workers"])
+    wait_until(lambda: (lambda b: len(b) == len(client.nthreads())
                         and all(s == states for s in b.values()))(boards(client)),
                timeout, f"every worker to answer {states}")
     return True
@@ -195,11 +195,11 @@ def test_workers_join_and_leave_during_a_phase(make_cluster_factory, make_runtim
                 client.wait_for_workers(3, timeout=60)
                 consistent(client, handle, boards)  # the new worker has the states
                 cluster.scale(2)
-                wait_until(lambda: len(client.scheduler_info()["workers"]) == 2, 60, "a worker to leave")
+                wait_until(lambda: len(client.nthreads()) == 2, 60, "a worker to leave")
             results = client.gather(futures)
             assert lost(results, n) == 0
             ok = consistent(client, handle, boards)
-            workers = set(client.scheduler_info()["workers"])
+            workers = set(client.nthreads())
             wait_until(lambda: set(handle.info("plugin")["plugin"]["workers"]) == workers, BOUND,
                        "the plugin to push to exactly the current workers")
             wait_until(lambda: tracker_idle(handle), BOUND, "the tracker to be idle")
@@ -215,10 +215,10 @@ def test_workers_restarted_with_client_restart(client, make_runtime, installed, 
     with installed(client, rt) as handle:
         assert client.gather(client.map(slow_ship, range(n), pure=False)) == reference(n)
         assert handle.state("compression") is True
-        before = set(client.scheduler_info()["workers"])
+        before = set(client.nthreads())
         client.restart()
         client.wait_for_workers(2, timeout=60)
-        assert set(client.scheduler_info()["workers"]) != before  # new worker processes
+        assert set(client.nthreads()) != before  # new worker processes
         ok = consistent(client, handle, boards)  # restarted workers got the plugin and the states
         assert tracker_idle(handle)
         results = client.gather(client.map(slow_ship, range(n), pure=False))
@@ -238,12 +238,12 @@ def test_faults_on_a_cluster_secured_with_tls(make_cluster_factory, make_runtime
     n = 40
     with make_cluster_factory(security=security) as cluster, Client(cluster, security=security) as client:
         client.wait_for_workers(2)
-        assert all(a.startswith("tls://") for a in [client.scheduler.address, *client.scheduler_info()["workers"]])
+        assert all(a.startswith("tls://") for a in [client.scheduler.address, *client.nthreads()])
         rt = make_runtime(alpha=float("inf"), beta=float("inf"))  # on at the first communication, then kept
         with installed(client, rt) as handle:
             futures = client.map(slow_ship, range(n), pure=False)
             wait_until(lambda: sum(f.done() for f in futures) >= 4, 60, "the phase to start")
-            victim = sorted(client.scheduler_info()["workers"])[0]
+            victim = sorted(client.nthreads())[0]
             client.run(os._exit, 1, workers=[victim], on_error="ignore", callback_timeout=10)
             results = client.gather(futures)
             client.wait_for_workers(2, timeout=60)  # the nanny restarted it, over TLS too

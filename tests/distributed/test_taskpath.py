@@ -215,7 +215,7 @@ def test_compiled_path_on_annotated_and_cancelled_tasks(cluster, client, taskpat
         del slow, chained
         # a consumer pinned to the other worker, cancelled before it runs: its input is released with the
         # transfer planned to that worker still in the forecast
-        first, second = sorted(client.scheduler_info()["workers"])
+        first, second = sorted(client.nthreads())
         made = client.submit(_inc, 1, workers=[first])
         wait(made)
         waited = client.submit(_inc, 2, delay=0.5, workers=[first])

@@ -131,7 +131,7 @@ def test_off_leaves_the_payload_path_untouched(client, installed):
             reset(client)
             result, reference = transposed(client, array())
             assert result.tobytes() == reference.tobytes()
-            assert client.run(lambda: len(wire._spy_calls)) == {w: 0 for w in client.scheduler_info()["workers"]}
+            assert client.run(lambda: len(wire._spy_calls)) == {w: 0 for w in client.nthreads()}
             counts = totals(client)
             assert counts["compressed_frames"] == counts["skipped_frames"] == counts["decompressed_frames"] == 0
             assert counts["sample_seconds"] == 0.0  # not even sampled
@@ -198,7 +198,7 @@ def test_a_link_speed_state_elides_the_zeros_of_half_zero_floats(client, install
 def test_futures_and_delayed_pickled_buffers(client, installed):
     with installed(client, runtime(ALWAYS, True)):
         reset(client)
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
         data = np.repeat(np.arange(64, dtype="f8"), 4096)  # 2 MiB, long runs
         a = client.submit(lambda: {"payload": data.copy()}, workers=workers[0], pure=False)  # a dict: pickle family
         b = client.submit(lambda d: float(d["payload"].sum()), a, workers=workers[1])
@@ -211,7 +211,7 @@ def test_futures_and_delayed_pickled_buffers(client, installed):
 def test_corrupt_payload_is_reported_and_recomputed(client, installed):
     with installed(client, runtime(ALWAYS, True)):
         reset(client)
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
         block = smooth_block(np.random.default_rng(1).random((256, 1024)))
         a = client.submit(lambda: block.copy(), workers=workers[0], pure=False)
         a.result()
@@ -265,7 +265,7 @@ def test_a_transfer_whose_task_never_ran_is_counted_with_the_next_task(client, i
     # task would be): its record must leave with the next task that finishes on
     # that worker, so the plugin still counts the bytes the codec saved.
     with installed(client, runtime(ALWAYS, True)) as handle:
-        source, sink = sorted(client.scheduler_info()["workers"])
+        source, sink = sorted(client.nthreads())
         gate = Event(f"asafe-gate-{uuid.uuid4().hex}")
         block = smooth_block(np.random.default_rng(2).random((256, 1024)))
         a = client.submit(lambda: block.copy(), workers=source, pure=False)
@@ -300,7 +300,7 @@ def test_a_replica_fetched_for_no_task_is_counted_with_the_next_task(make_cluste
     with make_cluster_factory() as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
         with installed(client, runtime(ALWAYS, True)) as handle:
-            source, sink = sorted(client.scheduler_info()["workers"])
+            source, sink = sorted(client.nthreads())
             block = smooth_block(np.random.default_rng(3).random((256, 1024)))
             a = client.submit(lambda: block.copy(), workers=source, pure=False)
             a.result()
