@@ -114,3 +114,10 @@ def test_an_unknown_key_is_warned_once_with_a_suggestion(caplog):
     warned = [r.getMessage() for r in caplog.records if "controler" in r.getMessage()]
     assert len(warned) == 1
     assert "DASK_ASAFE__CONTROLER" in warned[0] and "did you mean asafe.controller" in warned[0]
+
+
+def test_an_exclusive_upper_bound_refuses_the_bound_itself():
+    assert validate.number("0.99", "share", minimum=0, below=1) == 0.99
+    for bad in (1, 1.0, 2):
+        with pytest.raises(validate.InvalidSetting, match=r"share must be a number >= 0 and < 1, got"):
+            validate.number(bad, "share", minimum=0, below=1)

@@ -69,7 +69,7 @@ def _bounds(minimum: float | None, maximum: float | None) -> str:
 
 
 def number(value: Any, name: str, *, minimum: float | None = None, maximum: float | None = None,
-           allow_nan: bool = False, allow_inf: bool = False, rule: str | None = None,
+           below: float | None = None, allow_nan: bool = False, allow_inf: bool = False, rule: str | None = None,
            named: bool = False) -> float:
     """``value`` as a float, if it is a number within the bounds (inclusive).
 
@@ -81,6 +81,8 @@ def number(value: Any, name: str, *, minimum: float | None = None, maximum: floa
         The argument or ``dask.config`` key, for the error.
     minimum, maximum : float, optional
         Inclusive bounds.
+    below : float, optional
+        An exclusive upper bound (a share that must stay below 1).
     allow_nan, allow_inf : bool
         Whether ``nan`` (an unknown value) or an infinity is accepted.
     rule : str, optional
@@ -99,7 +101,8 @@ def number(value: Any, name: str, *, minimum: float | None = None, maximum: floa
     ...
     asafe.core.validate.InvalidSetting: asafe.tracker.blend must be a number from 0 to 1, got 'abc' (environment variable DASK_ASAFE__TRACKER__BLEND)
     """
-    generated = "a number" + _bounds(minimum, maximum) + (" (inf allowed)" if allow_inf else "")
+    generated = ("a number" + _bounds(minimum, maximum) + (f" and < {below:g}" if below is not None else "")
+                 + (" (inf allowed)" if allow_inf else ""))
     not_a_number = f"a number ({rule})" if rule else generated
     rule = rule or generated
     if isinstance(value, bool):
@@ -119,7 +122,8 @@ def number(value: Any, name: str, *, minimum: float | None = None, maximum: floa
         raise _refuse(name, rule, value, named)
     if math.isinf(result) and not allow_inf:
         raise _refuse(name, rule, value, named)
-    if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
+    if (minimum is not None and result < minimum) or (maximum is not None and result > maximum) or (
+            below is not None and result >= below):
         raise _refuse(name, rule, value, named)
     return result
 

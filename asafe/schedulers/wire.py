@@ -251,11 +251,8 @@ def _min_gain(value: Any) -> float:
     ...
     asafe.core.validate.InvalidSetting: asafe.wire.min-gain must be at least 0 and below 1 (the share of a frame's time sent as it is that a codec must save), got 1 (environment variable DASK_ASAFE__WIRE__MIN_GAIN)
     """
-    rule = "at least 0 and below 1 (the share of a frame's time sent as it is that a codec must save)"
-    gain = validate.number(value, "asafe.wire.min-gain", minimum=0.0, rule=rule)
-    if gain >= 1.0:
-        raise validate._refuse("asafe.wire.min-gain", rule, value)
-    return gain
+    return validate.number(value, "asafe.wire.min-gain", minimum=0.0, below=1.0, rule="at least 0 and below 1 "
+                           "(the share of a frame's time sent as it is that a codec must save)")
 
 
 def _canonical_keys(raw: Any) -> dict[str, Any]:
