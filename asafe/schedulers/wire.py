@@ -235,24 +235,12 @@ def check_settings(config: dict | None = None) -> dict[str, Any]:
         "sample_size": sample_size,
         "max_sample_size": max_sample_size,
         "min_ratio": validate.number(value["min-ratio"], "asafe.wire.min-ratio", minimum=1.0),
-        "min_gain": _min_gain(value["min-gain"]),
+        "min_gain": validate.number(value["min-gain"], "asafe.wire.min-gain", minimum=0.0, below=1.0,
+                                    rule="at least 0 and below 1 (the share of a frame's time sent as it is that "
+                                         "a codec must save)"),
         "resample": validate.integer(value["resample"], "asafe.wire.resample", minimum=1),
         "threads": validate.integer(value["threads"], "asafe.wire.threads", minimum=1),
     }
-
-
-def _min_gain(value: Any) -> float:
-    """``asafe.wire.min-gain``: a share of a frame's time as it is, at least 0 and below 1.
-
-    >>> _min_gain("0.05")
-    0.05
-    >>> _min_gain(1)
-    Traceback (most recent call last):
-    ...
-    asafe.core.validate.InvalidSetting: asafe.wire.min-gain must be at least 0 and below 1 (the share of a frame's time sent as it is that a codec must save), got 1 (environment variable DASK_ASAFE__WIRE__MIN_GAIN)
-    """
-    return validate.number(value, "asafe.wire.min-gain", minimum=0.0, below=1.0, rule="at least 0 and below 1 "
-                           "(the share of a frame's time sent as it is that a codec must save)")
 
 
 def _canonical_keys(raw: Any) -> dict[str, Any]:
@@ -423,6 +411,7 @@ def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any
     compressions = [None] * len(frames) if compressions is None else list(compressions)
     dtype = getattr(x, "dtype", None)
     typesize = getattr(dtype, "itemsize", 0)
+    rows = _rows_of(x)
     changed = False
     for i, frame in enumerate(frames):
         if compressions[i] is not None:
@@ -440,7 +429,7 @@ def _compress_frames(header: dict, frames: list, x: Any, family: str, state: Any
             if not frame.c_contiguous:
                 continue
             frame = frame.cast("B")
-        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i, _rows_of(x), zeros)
+        kind = (state, family, type(x).__name__, getattr(dtype, "str", None), size, i, rows, zeros)
         compressed = _maybe_compress(frame, size, kind)
         if compressed is not None:
             frames[i], compressions[i] = compressed
