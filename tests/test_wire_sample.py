@@ -40,10 +40,15 @@ def _compressed_sizes(monkeypatch, frame_bytes, state, config=None):
     with dask.config.set(config or {}):
         wire.enable()
     monkeypatch.setattr(wire, "compress_frame", recording)
+    _sample_int_ids(frame_bytes, state)
+    return sizes
+
+
+def _sample_int_ids(frame_bytes, state):
+    """A fresh sample of an int-ids frame of ``frame_bytes`` under ``state``: its choice."""
     ids = np.random.default_rng(0).integers(0, 5000, frame_bytes // 8, dtype=np.int64)
     wire._choices.clear()
-    wire._sample(memoryview(ids).cast("B"), 8, (state, "dask", "ndarray", ids.dtype.str, 8, 0, None, False))
-    return sizes
+    return wire._sample(memoryview(ids).cast("B"), 8, (state, "dask", "ndarray", ids.dtype.str, 8, 0, None, False))
 
 
 @pytest.mark.parametrize("state", [120, "zstd"])
@@ -96,12 +101,10 @@ def test_min_gain_is_a_share_below_1_checked_with_the_other_settings():
 
 
 def _int_ids_choice(config):
-    ids = np.random.default_rng(0).integers(0, 5000, (4 << 20) // 8, dtype=np.int64)
     try:
         with dask.config.set(config):
             wire.enable()
-        wire._choices.clear()
-        return wire._sample(memoryview(ids).cast("B"), 8, (120, "dask", "ndarray", ids.dtype.str, 8, 0, None, False))
+        return _sample_int_ids(4 << 20, 120)
     finally:
         wire.enable()
 
