@@ -13,82 +13,62 @@ import cloudpickle
 cloudpickle.register_pickle_by_value(wl_module)
 
 
+def _timed(acc, label, f):
+    """``f`` with its thread cpu and calls added to ``acc[label]``."""
+    def timed(*a, **k):
+        t = time.thread_time()
+        try:
+            return f(*a, **k)
+        finally:
+            c = acc.setdefault(label, [0, 0.0])
+            c[0] += 1
+            c[1] += time.thread_time() - t
+    return timed
+
+
+def _wrap(p, acc):
+    """Time the scheduler plugin ``p``'s hooks into ``acc``: transitions by kind, the arrival, the evaluations,
+    the transfer charge and the forecast's bandwidth fallback."""
+    tr = p.transition
+
+    def transition(key, start, finish, *a, **k):
+        t = time.thread_time()
+        tr(key, start, finish, *a, **k)
+        d = time.thread_time() - t
+        c = acc.setdefault((start, finish), [0, 0.0])
+        c[0] += 1
+        c[1] += d
+    p.transition = transition
+    p.update_graph = _timed(acc, ("update_graph", ""), p.update_graph)
+    p.runtime.evaluate = _timed(acc, ("evaluate", ""), p.runtime.evaluate)
+    p._charge_transfers = _timed(acc, ("charge", ""), p._charge_transfers)
+    p.forecast._bandwidth_now = _timed(acc, ("bw_now", ""), p.forecast._bandwidth_now)
+
+
 def main():
     name, kind, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     spec = Spec(kind, 96, 0.5, 0)
     per = {}
+    once = os.environ.get("ONCE") == "1"
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         w = WORKLOADS[name]
         inputs = w.prepare(client, spec)
-        once = os.environ.get("ONCE") == "1"
         h = None
         acc = {}
         for r in range(rounds + 1):
             acc.clear()
-            if once and h is not None:
-                out = client.persist(w.run(client, inputs, spec))
-                wait(out)
-                keys = _keys_of(out if isinstance(out, list) else [out])
-                del out
-                _wait_forgotten(client, keys)
-                for k, (n, s) in acc.items():
-                    per.setdefault(k, []).append((n, s))
-                continue
-            h = asafe.install(client)
-            p = cluster.scheduler.plugins["asafe"]
-            tr = p.transition
-
-            def transition(key, start, finish, *a, _tr=tr, **k):
-                t = time.thread_time()
-                _tr(key, start, finish, *a, **k)
-                d = time.thread_time() - t
-                c = acc.setdefault((start, finish), [0, 0.0])
-                c[0] += 1
-                c[1] += d
-            p.transition = transition
-            ev = p.runtime.evaluate
-
-            def evaluate(*a, _ev=ev, **k):
-                t = time.thread_time()
-                try:
-                    return _ev(*a, **k)
-                finally:
-                    c = acc.setdefault(("evaluate", ""), [0, 0.0])
-                    c[0] += 1
-                    c[1] += time.thread_time() - t
-            p.runtime.evaluate = evaluate
-            ug = type(p).update_graph
-
-            def update_graph(*a, _ug=ug, _p=p, **k):
-                t = time.thread_time()
-                try:
-                    return _ug(_p, *a, **k)
-                finally:
-                    c = acc.setdefault(("update_graph", ""), [0, 0.0])
-                    c[0] += 1
-                    c[1] += time.thread_time() - t
-            p.update_graph = update_graph
-            for owner, meth, label in ((p, "_charge_transfers", "charge"), (p.forecast, "_bandwidth_now", "bw_now")):
-                f0 = getattr(owner, meth)
-
-                def timed(*a, _f=f0, _label=label, **k):
-                    t = time.thread_time()
-                    try:
-                        return _f(*a, **k)
-                    finally:
-                        c = acc.setdefault((_label, ""), [0, 0.0])
-                        c[0] += 1
-                        c[1] += time.thread_time() - t
-                setattr(owner, meth, timed)
+            if h is None or not once:
+                h = asafe.install(client)
+                _wrap(cluster.scheduler.plugins["asafe"], acc)
             out = client.persist(w.run(client, inputs, spec))
             wait(out)
             if not once:
-                h.uninstall()
+                h.uninstall()  # before the outputs are forgotten: their transitions are not counted
             keys = _keys_of(out if isinstance(out, list) else [out])
             del out
             _wait_forgotten(client, keys)
-            if r and not once:
+            if r:
                 for k, (n, s) in acc.items():
                     per.setdefault(k, []).append((n, s))
     print(f"{name}/{kind}, {rounds} rounds (median per graph; {'installed once' if once else 'installed before each run'})")
