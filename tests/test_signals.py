@@ -90,6 +90,16 @@ def test_the_runs_own_processes_are_not_external_load(fake):
     assert sample(system)["external_cpu"] == 0.5
 
 
+def test_a_watched_process_primed_counts_from_the_first_sample(fake):
+    worker = 4321
+    fake.load[worker] = 100.0
+    system = SystemSignals(interval=0.5)
+    system.watch(lambda: [worker])
+    system.prime()  # what the scheduler plugin does once the workers are named
+    fake.host, fake.load[os.getpid()] = 100.0, 100.0
+    assert sample(system)["external_cpu"] == 0.0  # both busy cpus are the run's own, from the first sample on
+
+
 def test_children_count_as_the_runs_own(fake, monkeypatch):
     monkeypatch.setattr(signals, "CHILDREN_REFRESH", 0.0)  # scan at every sample
     fake.children_pids = [77]
@@ -125,3 +135,25 @@ def test_real_host_sample():
         assert set(values) == {"cpu", "memory", "external_cpu"}
         assert all(0.0 <= v <= 1.0 for v in values.values())
         assert values["external_cpu"] <= values["cpu"] + 1e-12
+
+
+def test_a_driven_sample_is_taken_by_its_driver_not_by_a_read(fake, monkeypatch):
+    """With a driver keeping the sample fresh (the scheduler plugin's periodic callback), a read on the event path
+    never pays for psutil; it samples inline only once the driver has missed a whole interval."""
+    clock = [100.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    taken = []
+    monkeypatch.setattr(fake, "cpu_percent", lambda interval=None: taken.append(clock[0]) or fake.host)
+    system = SystemSignals(interval=0.5)
+    taken.clear()  # the constructor's priming call
+    system.driven = True
+    first = system.sample()
+    assert taken == [100.0]
+    clock[0] = 100.9  # past the interval, the driver late: served as it is
+    assert system.read() is first and taken == [100.0]
+    clock[0] = 101.0  # a whole interval overdue: the read takes it
+    assert system.read() is not first and taken == [100.0, 101.0]
+    system.driven = False
+    clock[0] = 101.5  # undriven: the first read past the interval samples, as before
+    system.read()
+    assert taken == [100.0, 101.0, 101.5]

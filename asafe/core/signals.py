@@ -2,7 +2,14 @@
 
 psutil calls cost tens of microseconds, too much for the per-event path, so
 :class:`SystemSignals` samples at most once per ``interval`` and serves the last
-sample in between.
+sample in between. A read that finds the sample older than ``interval`` takes
+the next one inline, on whatever path asked: on a Dask scheduler that is most
+often a graph's arrival (the first read after an idle gap), ahead of the graph's
+first task. Where an event loop can keep the sample fresh, it calls
+:meth:`SystemSignals.sample` every ``interval`` and sets
+:attr:`SystemSignals.driven`; a read then samples inline only when that driver
+has missed a whole interval (a loop blocked that long), so no read on the event
+path pays for psutil (the distributed scheduler plugin does this).
 
 Three signals, fractions in [0, 1]:
 
@@ -89,12 +96,14 @@ class SystemSignals:
         self._psutil = psutil
         self._cpus = psutil.cpu_count() or 1
         self._self = psutil.Process()
+        #: Set by a driver that calls :meth:`sample` every ``interval`` off the event path:
+        #: a read samples inline only once the sample is a whole interval overdue.
+        self.driven = False
         self._watchers: list[Callable[[], Iterable[int]]] = []
         self._processes: dict[int, Any] = {}
         self._children: list[int] = []
         self._children_at = -CHILDREN_REFRESH
-        psutil.cpu_percent(interval=None)  # primes the counter: the first call returns 0
-        self._own_cores()  # primes the per-process counters likewise
+        self.prime()
         self._last = {"cpu": 0.0, "memory": self._psutil.virtual_memory().percent / 100.0, "external_cpu": 0.0}
 
     def watch(self, pids: Callable[[], Iterable[int]]) -> Callable[[], None]:
@@ -111,19 +120,47 @@ class SystemSignals:
 
         return unwatch
 
+    def prime(self) -> None:
+        """Start the host's and every watched process's cpu counters now; the next sample reads from here.
+
+        psutil's first reading of a counter returns 0, so a process seen for
+        the first time counts from its second sample: a scheduler plugin primes
+        after :meth:`watch` names the workers, so that the first sample counts
+        them as the run's own (and the arrival that takes it does not create
+        their ``psutil.Process`` objects).
+        """
+        self._psutil.cpu_percent(interval=None)
+        self._own_cores()
+
     def read(self) -> dict[str, float]:
+        """The latest sample: taken now if it is ``interval`` old (a whole interval more when :attr:`driven`)."""
         now = time.monotonic()
-        if now >= self._next:
-            self._next = now + self.interval
-            host = self._psutil.cpu_percent(interval=None) / 100.0
-            self._last = {
-                "cpu": host,
-                "memory": self._psutil.virtual_memory().percent / 100.0,
-                "external_cpu": external_load(host, self._own_cores(), self._cpus),
-            }
+        if now >= (self._next + self.interval if self.driven else self._next):
+            return self._sample(now)
         return self._last
 
+    def sample(self) -> dict[str, float]:
+        """Take a sample now and serve it for the next ``interval`` (what a driver calls).
+
+        Examples
+        --------
+        >>> system = SystemSignals(interval=60.0)
+        >>> system.sample() is system.read()   # served until the interval has passed
+        True
+        """
+        return self._sample(time.monotonic())
+
     # internals ------------------------------------------------------------------------
+    def _sample(self, now: float) -> dict[str, float]:
+        self._next = now + self.interval
+        host = self._psutil.cpu_percent(interval=None) / 100.0
+        self._last = {
+            "cpu": host,
+            "memory": self._psutil.virtual_memory().percent / 100.0,
+            "external_cpu": external_load(host, self._own_cores(), self._cpus),
+        }
+        return self._last
+
     def _own_pids(self) -> set[int]:
         now = time.monotonic()
         if now - self._children_at >= CHILDREN_REFRESH:

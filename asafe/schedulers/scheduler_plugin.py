@@ -63,6 +63,8 @@ _HANDLERS = {"asafe_hello": "hello", "asafe_host": "host_report", "asafe_info": 
 _PROBE_BYTES = 8 * 2**20
 _PROBE_TIMEOUT = 30.0
 _MAX_PROBES = 3
+#: Seconds after the latest evaluation for which the system signals are kept fresh (see _drive_signals).
+_SIGNALS_IDLE_S = 30.0
 #: Largest number of dependencies of a task counted in the next wave (see
 #: AdaptiveSchedulerPlugin._join_wave); a wider task counts when it is ready.
 _WAVE_FAN_IN = 32
@@ -301,6 +303,8 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         system = self.runtime.system_signals
         if system is not None:
             self._detach_signals.append(system.watch(self._local_worker_pids))
+            system.prime()  # the workers count as the run's own from the first sample on
+            self._detach_signals.append(self._drive_signals(system))
         # --- per-host signals (asafe.schedulers.hosts): cpu, memory, external_cpu of the busiest worker host
         self._detach_signals.append(hosts.attach(self))
         # ---
@@ -525,6 +529,39 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
                 self._maybe_evaluate()
         except Exception:
             self._hook_failed("tick")
+
+    # psutil's sample of the host and the workers' processes costs the scheduler's thread 0.5-0.9 ms
+    # after an idle gap. Taken by the first read after its interval, it fell on the evaluation of a
+    # graph's arrival whenever the scheduler had been idle that long (every graph of an interactive
+    # session), and that evaluation runs before the graph's first task is sent. A periodic callback
+    # on the event loop takes it every interval instead, between events; a read samples inline only
+    # where the callback missed a whole interval (SystemSignals.driven). Idle for _SIGNALS_IDLE_S
+    # (no evaluation: no graph, no task), the callback stops sampling, so that an idle cluster pays
+    # nothing for it; the next arrival then samples inline, as before.
+    def _drive_signals(self, system: Any) -> Any:
+        """Sample ``system`` every interval on the event loop while the scheduler is active; returns the stop."""
+        from tornado.ioloop import PeriodicCallback
+
+        def sample() -> None:
+            if not self._attached:
+                return
+            latest_evaluation = self._next_evaluation - self.evaluate_interval
+            if time.monotonic() - latest_evaluation > _SIGNALS_IDLE_S:
+                return
+            try:
+                system.sample()
+            except Exception:
+                self._hook_failed("signals")
+
+        sampler = PeriodicCallback(sample, system.interval * 1000)
+        sampler.start()
+        system.driven = True
+
+        def stop() -> None:
+            sampler.stop()
+            system.driven = False  # a runtime used again elsewhere samples on its reads, as before
+
+        return stop
 
     def _worth_probing(self) -> bool:
         # A probe sends PROBE_FETCHES x _PROBE_BYTES over the link, in the graph's time. A graph that

@@ -164,6 +164,28 @@ def test_worker_joining_later_gets_current_states(cluster, client, make_runtime,
                 time.sleep(0.1)
 
 
+def test_system_signals_are_sampled_between_events_not_on_them(cluster, client, make_runtime, installed, monkeypatch):
+    """psutil's sample is taken by a periodic callback on the scheduler's event loop while the scheduler is active,
+    so a graph arriving after an idle gap does not pay for it in its arrival's evaluation; idle, the callback stops
+    sampling; uninstalled, reads sample again."""
+    from asafe.schedulers import scheduler_plugin
+
+    rt = make_runtime(signals=True)
+    with installed(client, rt):
+        system = cluster.scheduler.plugins["asafe"].runtime.system_signals
+        assert system.driven
+        assert client.submit(inc, 1).result() == 2  # activity: the arrival evaluates
+        taken = system._next
+        time.sleep(3 * system.interval)  # no task, no evaluation: only the callback samples
+        assert system._next >= taken + system.interval
+        monkeypatch.setattr(scheduler_plugin, "_SIGNALS_IDLE_S", system.interval)  # idle that long: no more samples
+        time.sleep(2 * system.interval)
+        taken = system._next
+        time.sleep(3 * system.interval)
+        assert system._next == taken
+    assert not system.driven
+
+
 def test_plot(client, make_runtime, installed):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
