@@ -97,7 +97,7 @@ class SystemSignals:
             import psutil as _psutil
 
             psutil = _psutil
-        self._psutil = _procfs.reads_for(psutil)  # psutil's readings from /proc on Linux, at a fifth of its cost
+        self._psutil = _procfs.reads_for(psutil)  # psutil's readings, from /proc on Linux (half its cost)
         self._cpus = self._psutil.cpu_count() or 1
         self._self = self._psutil.Process()
         #: Set by a driver that calls :meth:`sample` every ``interval`` off the event path:
