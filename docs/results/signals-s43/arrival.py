@@ -19,7 +19,8 @@ import cloudpickle
 cloudpickle.register_pickle_by_value(wl_module)
 
 
-def _timed(acc, label, f):
+def _timed(acc, label, f, after=None):
+    """``f`` with its calls and thread cpu added to ``acc[label]``; ``after()`` called after each call."""
     def timed(*a, **k):
         t = time.thread_time()
         try:
@@ -28,6 +29,8 @@ def _timed(acc, label, f):
             c = acc.setdefault(label, [0, 0.0])
             c[0] += 1
             c[1] += time.thread_time() - t
+            if after is not None:
+                after()
     return timed
 
 

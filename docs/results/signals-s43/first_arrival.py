@@ -17,20 +17,7 @@ from benchmarks._workloads_cluster import (_check_state, _cpu_seconds, _install,
                                            _wait_forgotten)
 import cloudpickle
 cloudpickle.register_pickle_by_value(wl_module)
-
-
-def _timed(acc, label, f, after=None):
-    def timed(*a, **k):
-        t = time.thread_time()
-        try:
-            return f(*a, **k)
-        finally:
-            c = acc.setdefault(label, [0, 0.0])
-            c[0] += 1
-            c[1] += time.thread_time() - t
-            if after is not None:
-                after()
-    return timed
+from arrival import _timed  # beside this script
 
 
 def main():
