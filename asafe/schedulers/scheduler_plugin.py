@@ -530,10 +530,11 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         except Exception:
             self._hook_failed("tick")
 
-    # psutil's sample of the host and the workers' processes costs the scheduler's thread 0.5-0.9 ms
-    # after an idle gap. Taken by the first read after its interval, it fell on the evaluation of a
-    # graph's arrival whenever the scheduler had been idle that long (every graph of an interactive
-    # session), and that evaluation runs before the graph's first task is sent. A periodic callback
+    # The sample of the host and the workers' processes cost the scheduler's thread about 1 ms after an
+    # idle gap with psutil (0.45 ms with asafe.core._procfs). Taken by the first read after its interval,
+    # it fell on the evaluation of a graph's arrival whenever the scheduler had been idle that long (every
+    # graph of an interactive session), and that evaluation runs before the graph's first task is sent
+    # (docs/results/signals-s43). A periodic callback
     # on the event loop takes it every interval instead, between events; a read samples inline only
     # where the callback missed a whole interval (SystemSignals.driven). Idle for _SIGNALS_IDLE_S
     # (no evaluation: no graph, no task), the callback stops sampling, so that an idle cluster pays
