@@ -126,6 +126,20 @@ def test_a_sampler_that_fails_reports_unknown(monkeypatch):
     assert all(math.isnan(v) for v in host_signals.host_load([report]).values())
 
 
+def test_the_machine_busy_share_counts_guest_time_once(monkeypatch):
+    """Guest time is in user time already: psutil's arithmetic, as the scheduler's /proc reader's."""
+    import collections
+
+    times = collections.namedtuple("scputimes", "user nice system idle iowait irq softirq steal guest guest_nice")
+    sampler = host_signals.HostSampler("machine", interval=0.0)
+    sampler()  # primes with the real counters
+    readings = iter([times(100, 0, 100, 800, 0, 0, 0, 0, 0, 0), times(150, 0, 150, 880, 20, 0, 0, 0, 30, 0)])
+    monkeypatch.setattr(sampler._psutil, "cpu_times", lambda: next(readings))
+    sampler._machine_busy()  # the reference
+    # +100 busy (30 of it guest time, inside user time), +100 idle or iowait: half busy (0.565 counting guest twice)
+    assert sampler._machine_busy() == pytest.approx(0.5)
+
+
 def test_a_process_that_starts_between_two_samples_counts_at_the_next():
     """Its cpu since it started: a loaded host is seen one sample after the load starts, not two."""
     sampler = host_signals.HostSampler("machine", interval=0.0)

@@ -228,9 +228,11 @@ class HostSampler:
 
     def _machine_busy(self) -> float:
         """Busy fraction of the machine's cpus since the last call (its own reference: psutil.cpu_percent's is
-        shared with every other caller in the process)."""
+        shared with every other caller in the process). psutil's arithmetic, as the scheduler's /proc reader's
+        (:class:`asafe.core._procfs.ProcReads`): guest time is in user time already and leaves the total; idle
+        and iowait are not busy."""
         times = self._psutil.cpu_times()
-        total = sum(times)
+        total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
         idle = times.idle + getattr(times, "iowait", 0.0)
         last, self._last_times = getattr(self, "_last_times", None), (total, idle)
         if last is None or total <= last[0]:
