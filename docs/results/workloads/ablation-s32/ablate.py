@@ -1,5 +1,9 @@
-"""Where asafe's wall-time cost is: plain Dask, asafe, asafe with its scheduler hooks made no-ops, with its
-worker plugin's transition off; balanced rounds, the suite's own sample (_run_once), same cluster."""
+"""Where asafe's wall-time cost is: plain Dask, asafe, asafe with its scheduler hooks made no-ops (both:
+``nosched``; the arrival's alone: ``noarrive``; the transitions' alone: ``notrans``), with its worker plugin's
+transition off (``noworker``; ``neither``); balanced rounds, the suite's own sample (_run_once), same cluster.
+Session 32's; the two single-hook variants added in session 44 (docs/results/workloads/1gbit-s44/).
+
+python ablate.py WORKLOADS KIND ROUNDS VARIANTS OUT.json   (from the repository root)"""
 import sys, json, statistics
 sys.path.insert(0, ".")
 import asafe
@@ -23,10 +27,11 @@ def install(client, cluster, variant):
     if variant == "dask":
         return None
     handle = asafe.install(client)
-    if variant in ("nosched", "neither"):
-        for p in cluster.scheduler.plugins.values():
-            if type(p).__name__ == "AdaptiveSchedulerPlugin":
+    for p in cluster.scheduler.plugins.values():
+        if type(p).__name__ == "AdaptiveSchedulerPlugin":
+            if variant in ("nosched", "neither", "notrans"):
                 p.transition = _noop
+            if variant in ("nosched", "neither", "noarrive"):
                 p.update_graph = _noop
     if variant in ("noworker", "neither"):
         client.run(_worker_hook_off)
