@@ -1,6 +1,7 @@
 """The same finish code run one task at a time or in batches (session 45): how much of its cost is the call's place.
 
     PYTHONPATH=. python docs/results/scheduler-s45/batching.py WORKLOAD KIND ROUNDS
+    PYTHONPATH=. python docs/results/scheduler-s45/batching.py scheduler:fan-in - ROUNDS
 
 A LocalCluster as in transitions.py; asafe installed fresh before each graph, on its Python per-task path (the
 compiled path calls the same Python for a finish's parts it does not inline; the Python path lets the finish be
@@ -25,8 +26,7 @@ from tornado.ioloop import PeriodicCallback
 
 import asafe
 from benchmarks import workloads as wl_module
-from benchmarks._workloads_defs import WORKLOADS, Spec
-from transitions import run_graph  # this folder's script (sys.path[0] when run as a script)
+from transitions import graph_runner  # this folder's script (sys.path[0] when run as a script)
 
 cloudpickle.register_pickle_by_value(wl_module)
 
@@ -75,19 +75,17 @@ def _batched(plugin, per_task, sizes, loop):
 
 def main():
     name, kind, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    spec = Spec(kind, 96, 0.5, 0)
     inline, batched, sizes = [], [], []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        workload = WORKLOADS[name]
-        inputs = workload.prepare(client, spec)
+        run_graph = graph_runner(client, name, kind)
         loop = cluster.scheduler.loop
         for graph in range(2 * rounds):
             handle = asafe.install(client)
             plugin = cluster.scheduler.plugins["asafe"]
             _python_path(plugin)
             ticker = _inline(plugin, inline) if graph % 2 == 0 else _batched(plugin, batched, sizes, loop)
-            run_graph(client, workload, inputs, spec)
+            run_graph()
             if ticker is not None:
                 loop.add_callback(ticker.stop)
                 time.sleep(0.05)

@@ -1,10 +1,11 @@
 """The scheduler thread's cpu in asafe's transition hook, per kind of transition (session 45, issues 29 and 31).
 
     PYTHONPATH=. python docs/results/scheduler-s45/transitions.py WORKLOAD KIND ROUNDS
+    PYTHONPATH=. python docs/results/scheduler-s45/transitions.py scheduler:fan-in - ROUNDS
 
 A LocalCluster (the scheduler and the client in this process, 2 worker processes of one thread), the workloads
-suite's WORKLOAD on its KIND of data (96 MiB, as the suite), ROUNDS graphs, asafe installed fresh before each
-graph as the suite does. The plugin's transition hook (the compiled per-task path) is wrapped with the thread's
+suite's WORKLOAD on its KIND of data (96 MiB, as the suite) or the scheduler suite's fan-in (2,000 leaves summed
+by one task), ROUNDS graphs, asafe installed fresh before each graph as the workloads suite does. The plugin's transition hook (the compiled per-task path) is wrapped with the thread's
 cpu clock; the evaluations it starts are timed apart and taken out of it. Beside each call a Python no-op with
 the same arguments is timed the same way: the floor of a call on that thread (the timer's two reads and the
 call's own cost with caches as they are there). Prints, per (start, finish), the calls per graph and the median,
@@ -25,14 +26,39 @@ from benchmarks._workloads_defs import WORKLOADS, Spec
 cloudpickle.register_pickle_by_value(wl_module)
 
 
-def run_graph(client, workload, inputs, spec):
-    """Run the workload's graph once after 0.3 s idle, wait for it, and wait until its keys are forgotten."""
-    time.sleep(0.3)
-    outputs = client.persist(workload.run(client, inputs, spec))
-    wait(outputs)
-    keys = _keys_of(outputs if isinstance(outputs, list) else [outputs])
-    del outputs
-    _wait_forgotten(client, keys)
+def graph_runner(client, name, kind):
+    """A function that runs one graph: a workloads-suite WORKLOAD on data KIND (96 MiB inputs, made here once),
+    or ``scheduler:GRAPH`` of the scheduler suite (``fan-in``: 2,000 leaves summed by one task; KIND ignored).
+
+    Each call waits 0.3 s idle, runs the graph, waits for it and waits until its keys are forgotten.
+    """
+    if name.startswith("scheduler:"):
+        from benchmarks.scheduler import build_graph
+
+        graph = build_graph(name.split(":", 1)[1], 2001, fan_in=2000, graphs=10)
+
+        def run_scheduler_graph():
+            time.sleep(0.3)
+            futures = graph.run(client)
+            graph.check(client, futures)
+            keys = [f.key for f in futures] if isinstance(futures, list) else [futures.key]
+            del futures
+            _wait_forgotten(client, keys)
+
+        return run_scheduler_graph
+    spec = Spec(kind, 96, 0.5, 0)
+    workload = WORKLOADS[name]
+    inputs = workload.prepare(client, spec)
+
+    def run_workload_graph():
+        time.sleep(0.3)
+        outputs = client.persist(workload.run(client, inputs, spec))
+        wait(outputs)
+        keys = _keys_of(outputs if isinstance(outputs, list) else [outputs])
+        del outputs
+        _wait_forgotten(client, keys)
+
+    return run_workload_graph
 
 
 def _noop(key, start, finish, *args, **kwargs):
@@ -69,18 +95,16 @@ def _wrap(plugin, per_pair, evaluations):
 
 def main():
     name, kind, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    spec = Spec(kind, 96, 0.5, 0)
     per_pair, evaluations = {}, [0, 0.0]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        workload = WORKLOADS[name]
-        inputs = workload.prepare(client, spec)
+        run_graph = graph_runner(client, name, kind)
         for _ in range(rounds):
             handle = asafe.install(client)
             plugin = cluster.scheduler.plugins["asafe"]
             assert plugin.compiled, "the compiled per-task path is not built"
             _wrap(plugin, per_pair, evaluations)
-            run_graph(client, workload, inputs, spec)
+            run_graph()
             handle.uninstall()
     print(f"{name}/{kind}, {rounds} graphs, asafe installed before each; load average {os.getloadavg()[0]:.2f}")
     print(f"evaluations from the hook: {evaluations[0] / rounds:.1f} a graph, "
