@@ -6,14 +6,14 @@
 The workloads suite installs asafe afresh before every graph (so that no variant inherits another's state); a user
 installs it once and runs many graphs. This script runs two LocalClusters side by side (2 worker processes of one
 thread each, the workloads suite's inputs on both), asafe installed once on one of them, and alternates the
-workload's graph between the two (ABBA by round, 0.2 s idle before each graph, each waited for and forgotten).
+workload's graph between the two (ABBA by round, 0.3 s idle before each graph; each timed from its submission until
+its outputs are in memory, as the workloads suite times it, then forgotten).
 Halfway the roles swap (asafe uninstalled from the first cluster, installed once on the other), so that whatever
 differs between the two clusters weighs on both sides alike. Prints the median of the paired ratios (plain Dask's
 time over asafe's: below 1, asafe is slower) with its order-statistic 95% interval, per half and pooled. With
 CONTROL=1 nothing is installed: the same design timing plain Dask against itself."""
 import os
 import sys
-import time
 
 import cloudpickle
 from distributed import Client, LocalCluster
@@ -24,12 +24,6 @@ from benchmarks import workloads as wl_module
 from transitions import graph_runner  # this folder's script (sys.path[0] when run as a script)
 
 cloudpickle.register_pickle_by_value(wl_module)
-
-
-def _timed(run_graph):
-    began = time.perf_counter()
-    run_graph()  # its 0.3 s idle first: taken out below
-    return time.perf_counter() - began - 0.3
 
 
 def main():
@@ -48,7 +42,7 @@ def main():
             plain, adaptive = [], []
             for r in range(rounds):
                 order = (0, 1) if r % 2 == 0 else (1, 0)
-                seconds = {which: _timed(runs[which]) for which in order}
+                seconds = {which: runs[which]() for which in order}
                 plain.append(seconds[1 - with_asafe])
                 adaptive.append(seconds[with_asafe])
             if handle is not None:

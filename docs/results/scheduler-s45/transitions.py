@@ -30,7 +30,8 @@ def graph_runner(client, name, kind):
     """A function that runs one graph: a workloads-suite WORKLOAD on data KIND (96 MiB inputs, made here once),
     or ``scheduler:GRAPH`` of the scheduler suite (``fan-in``: 2,000 leaves summed by one task; KIND ignored).
 
-    Each call waits 0.3 s idle, runs the graph, waits for it and waits until its keys are forgotten.
+    Each call waits 0.3 s idle, runs the graph, waits for it and waits until its keys are forgotten; it returns the
+    graph's wall seconds, from its submission until its outputs are in memory (as the workloads suite times it).
     """
     if name.startswith("scheduler:"):
         from benchmarks.scheduler import build_graph
@@ -39,11 +40,14 @@ def graph_runner(client, name, kind):
 
         def run_scheduler_graph():
             time.sleep(0.3)
+            began = time.perf_counter()
             futures = graph.run(client)
+            seconds = time.perf_counter() - began
             graph.check(client, futures)
             keys = [f.key for f in futures] if isinstance(futures, list) else [futures.key]
             del futures
             _wait_forgotten(client, keys)
+            return seconds
 
         return run_scheduler_graph
     spec = Spec(kind, 96, 0.5, 0)
@@ -52,11 +56,14 @@ def graph_runner(client, name, kind):
 
     def run_workload_graph():
         time.sleep(0.3)
+        began = time.perf_counter()
         outputs = client.persist(workload.run(client, inputs, spec))
         wait(outputs)
+        seconds = time.perf_counter() - began
         keys = _keys_of(outputs if isinstance(outputs, list) else [outputs])
         del outputs
         _wait_forgotten(client, keys)
+        return seconds
 
     return run_workload_graph
 
