@@ -19,10 +19,6 @@ from .types import COMMUNICATION, COMPUTE, validate_type
 
 __all__ = ["ModeVector"]
 
-#: Task type names already validated (a str not empty nor blank): a mode per evaluation names the same few.
-_SEEN_TYPES: set[str] = set()
-_MAX_SEEN_TYPES = 1024
-
 
 class ModeVector(Mapping):
     """Shares of work per task type, with extra signals.
@@ -53,23 +49,16 @@ class ModeVector(Mapping):
 
     def __init__(self, shares: Mapping[str, float] | None = None, **signals: float) -> None:
         raw = dict(shares or {})
-        # The tracker builds a mode at every evaluation: a plain float in range (and a type name seen before)
-        # costs a comparison here; the message of a bad value is built only when one is raised
         for name, value in raw.items():
-            if name not in _SEEN_TYPES:
-                validate_type(name)
-                if len(_SEEN_TYPES) < _MAX_SEEN_TYPES:
-                    _SEEN_TYPES.add(name)
-            if not (type(value) is float and 0.0 <= value < math.inf):
-                _check_number(f"share of {name!r}", value)
+            validate_type(name)
+            _check_number("share of", name, value)
         total = float(sum(raw.values()))
         if total > 0:
             normalised = {name: float(value) / total for name, value in raw.items()}
         else:
             normalised = {name: 0.0 for name in raw}
         for name, value in signals.items():
-            if not (type(value) is float and (0.0 <= value < math.inf or value != value)):
-                _check_number(f"signal {name!r}", value, allow_nan=True)
+            _check_number("signal", name, value, allow_nan=True)
         self._shares = normalised
         self._signals = {name: float(value) for name, value in signals.items()}
         self._ratio = _ratio(normalised.get(COMPUTE, 0.0), normalised.get(COMMUNICATION, 0.0))
@@ -160,10 +149,12 @@ def _ratio(compute: float, communication: float) -> float:
     return math.nan
 
 
-def _check_number(what: str, value: object, allow_nan: bool = False) -> None:
+def _check_number(kind: str, name: str, value: object, allow_nan: bool = False) -> None:
+    # The tracker builds a mode at every evaluation: a plain float in range costs one comparison here, and the
+    # value's description (``kind name``) is formatted only for a value that is then checked in full
     if type(value) is float and (0.0 <= value < math.inf or (allow_nan and value != value)):
         return
-    validate.number(value, what, minimum=0, allow_nan=allow_nan, rule="a finite non-negative number")
+    validate.number(value, f"{kind} {name!r}", minimum=0, allow_nan=allow_nan, rule="a finite non-negative number")
 
 
 def _fmt(value: float) -> str:
