@@ -26,23 +26,8 @@ def main():
         wait(client.map(inc, range(100), pure=False))  # the workers warm
         handle = asafe.install(client)
         plugin = cluster.scheduler.plugins["asafe"]
-        update_graph, evaluate = plugin.update_graph, plugin.runtime.evaluate
-
-        def timed_update_graph(*args, **kwargs):
-            began = time.thread_time()
-            try:
-                return update_graph(*args, **kwargs)
-            finally:
-                arrivals.append(time.thread_time() - began)
-
-        def timed_evaluate(*args, **kwargs):
-            began = time.thread_time()
-            try:
-                return evaluate(*args, **kwargs)
-            finally:
-                evaluations.append(time.thread_time() - began)
-
-        plugin.update_graph, plugin.runtime.evaluate = timed_update_graph, timed_evaluate
+        plugin.update_graph = _timed(plugin.update_graph, arrivals)
+        plugin.runtime.evaluate = _timed(plugin.runtime.evaluate, evaluations)
         began = time.perf_counter()
         futures = [client.submit(inc, i, pure=False) for i in range(n)]
         wait(futures)
@@ -54,6 +39,18 @@ def main():
           f"total {sum(arrivals) * 1e3:.0f} ms (their evaluations included)")
     print(f"  evaluations: {len(evaluations)}, median {statistics.median(evaluations) * 1e6:.0f} us, "
           f"total {sum(evaluations) * 1e3:.0f} ms")
+
+
+def _timed(method, took):
+    """``method`` with the calling thread's cpu seconds of each call appended to ``took``."""
+    def timed(*args, **kwargs):
+        began = time.thread_time()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            took.append(time.thread_time() - began)
+
+    return timed
 
 
 if __name__ == "__main__":
