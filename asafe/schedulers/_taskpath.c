@@ -2020,7 +2020,7 @@ dependencies_in_memory(PyObject *ts)
 }
 
 /* _arrive(tasks): the graph's new tasks counted and planned, as the plugin's _arrive (a patch on the
- * instance is called instead). True where it had new tasks. */
+ * instance is called instead). How many new tasks it had (0: none). */
 static PyObject *
 taskpath_arrive(TaskPath *self, PyObject *tasks)
 {
@@ -2067,7 +2067,7 @@ taskpath_arrive(TaskPath *self, PyObject *tasks)
     if (PyErr_Occurred())
         goto done;
     if (PyList_GET_SIZE(new) == 0) {
-        result = Py_NewRef(Py_False);
+        result = PyLong_FromLong(0);
         goto done;
     }
     PyDict_Clear(self->priors); /* what the scheduler learned since the last graph */
@@ -2099,7 +2099,7 @@ taskpath_arrive(TaskPath *self, PyObject *tasks)
         if (join_wave(self, PyList_GET_ITEM(waiting, i)) < 0) /* the dependents of earlier graphs' tasks */
             goto done;
     }
-    result = Py_NewRef(Py_True);
+    result = PyLong_FromSsize_t(PyList_GET_SIZE(new));
 done:
     Py_XDECREF(key);
     Py_XDECREF(iterator);
@@ -2216,8 +2216,8 @@ static PyMethodDef taskpath_methods[] = {
     {"enter", (PyCFunction)taskpath_enter, METH_O,
      "enter(key)\n--\n\nAs AdaptiveSchedulerPlugin._enter(key): count a ready task as scheduled (returns None)."},
     {"arrive", (PyCFunction)taskpath_arrive, METH_O,
-     "arrive(tasks)\n--\n\nAs AdaptiveSchedulerPlugin._arrive(tasks): count and plan a graph's new tasks; whether it "
-     "had any."},
+     "arrive(tasks)\n--\n\nAs AdaptiveSchedulerPlugin._arrive(tasks): count and plan a graph's new tasks; how many "
+     "it had (0: none)."},
     {"join_wave", (PyCFunction)taskpath_join_wave, METH_O,
      "join_wave(ts)\n--\n\nAs AdaptiveSchedulerPlugin._join_wave(ts): count a waiting task of the next wave."},
     {NULL, NULL, 0, NULL},

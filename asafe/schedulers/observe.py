@@ -254,6 +254,7 @@ def plugin_info(plugin: Any, what: Any = None) -> dict[str, Any]:
             "p2p": {"planned_bytes": plugin.p2p.planned_bytes, "measured_bytes": plugin.p2p.measured_bytes,
                     "pending": plugin.p2p.pending},
             "probes": list(plugin.probes),
+            "arrivals": dict(getattr(plugin, "arrivals", {})),  # evaluated at once, and coalesced (update_graph)
         }
     return out
 

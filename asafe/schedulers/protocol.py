@@ -156,6 +156,8 @@ def plugin_settings() -> dict[str, Any]:
                                                    "asafe.distributed.forecast-min-bytes", minimum=0)
     settings["evaluate_interval"] = validate.duration(get("asafe.distributed.evaluate-interval", "50ms"),
                                                       "asafe.distributed.evaluate-interval")
+    settings["coalesce_arrivals"] = validate.integer(get("asafe.distributed.coalesce-arrivals", 1),
+                                                     "asafe.distributed.coalesce-arrivals", minimum=0)
     return settings
 
 
