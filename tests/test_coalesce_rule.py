@@ -165,8 +165,6 @@ def test_detaching_cancels_a_pending_covering_evaluation(scripted):
     plugin.update_graph(None, tasks=["b"])  # waits
     assert plugin.arrivals == {"at_once": 1, "coalesced": 1, "covering": 0}
     assert len(scripted.pending()) == 1
-    plugin._attached = True
-    plugin.scheduler = None
     plugin.detach()
     assert not scripted.pending()
     scripted.advance(INTERVAL)

@@ -434,9 +434,7 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
             if not new:
                 return
             if new > self.coalesce_arrivals or self.forecast.planned != planned or not self._coalesce_arrival():
-                self._cancel_coalesced()  # this evaluation covers the arrivals that waited
-                self.arrivals["at_once"] += 1
-                self._evaluate_now(arrival=True)
+                self._evaluate_arrivals("at_once")
             if not self.link.known and self._worth_probing():
                 self._probe_soon()  # this graph moves data over a link nothing has measured yet
         except Exception:
@@ -532,9 +530,9 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         self._next_evaluation = time.monotonic() + self.evaluate_interval
 
     # Futures submitted one by one in a loop are each a graph's arrival: evaluated
-    # at once, each cost the scheduler's thread an evaluation (update_graph 177 us
-    # a future against 52 us coalesced; that thread's cpu 1.13x plain Dask's in
-    # such a loop against 1.04x coalesced, docs/results/scheduler-s47).
+    # at once, each cost the scheduler's thread an evaluation (update_graph 178 us
+    # a future against 49 us coalesced; that thread's cpu 1.07-1.13x plain Dask's
+    # in such a loop against 1.03-1.04x coalesced, docs/results/scheduler-s47).
     # A graph of at most ``coalesce_arrivals`` new tasks (Dask passes update_graph
     # the futures a submit depends on too: those are not counted) that arrives
     # within the interval after the latest evaluation, and for which the forecast
@@ -565,10 +563,15 @@ class AdaptiveSchedulerPlugin(SchedulerPlugin):
         if not self._attached:
             return
         try:
-            self.arrivals["covering"] += 1
-            self._evaluate_now(arrival=True)
+            self._evaluate_arrivals("covering")
         except Exception:
             self._hook_failed("update_graph")
+
+    def _evaluate_arrivals(self, counter: str) -> None:
+        # an arrival's evaluation, at once or at an interval's end: it covers every arrival that waited
+        self._cancel_coalesced()
+        self.arrivals[counter] += 1
+        self._evaluate_now(arrival=True)
 
     def _cancel_coalesced(self) -> None:
         if self._coalesced is not None:
