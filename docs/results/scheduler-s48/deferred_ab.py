@@ -19,7 +19,10 @@ idle before each graph, each timed from submission until its outputs are in memo
 - ``off``: the transition and update_graph hooks replaced by no-ops on the instance (asafe's scheduler work gone,
   its worker plugin still installed): the floor of the hooks;
 - ``absent``: the plugin taken out of ``scheduler.plugins`` (Dask calls none of its hooks) and marked detached, so
-  that its periodic callbacks (the signals' sampler, the P2P ticker) return at once; the worker plugin stays.
+  that its periodic callbacks (the signals' sampler, the P2P ticker) return at once; the worker plugin stays;
+- ``bare``: ``absent``, and the worker plugin's transition hook returns at once on every worker
+  (``record_sizes`` off); what stays of asafe is its wire serializers (passing frames through while
+  wire compression is off), its state handlers and the workers' periodic resync and host reports.
 
 ``VARIANTS=inline,off,absent`` (an environment variable) runs a subset.
 
@@ -43,7 +46,7 @@ from transitions import graph_runner  # noqa: E402  (session 45's script: the wo
 
 cloudpickle.register_pickle_by_value(wl_module)
 
-VARIANTS = ("inline", "deferred", "deferred-eval", "off", "absent")
+VARIANTS = ("inline", "deferred", "deferred-eval", "off", "absent", "bare")
 
 
 def pin(cpu, dask_worker=None):
@@ -54,6 +57,11 @@ def pin(cpu, dask_worker=None):
         except OSError:  # a thread that ended meanwhile
             pass
     return sorted(os.sched_getaffinity(0))
+
+
+def worker_hook(dask_worker=None, on=True):
+    """On a worker: asafe's worker plugin's transition hook on or off (``record_sizes``)."""
+    dask_worker.plugins["asafe"].record_sizes = on
 
 
 def set_variant(dask_scheduler=None, variant="inline"):
@@ -71,7 +79,7 @@ def set_variant(dask_scheduler=None, variant="inline"):
     if plugin.__dict__.get("_compiled_transition") is not None:
         plugin.transition = plugin.__dict__["_compiled_transition"]
     plugin.__dict__["_compiled_transition"] = plugin.transition
-    if variant == "absent":
+    if variant in ("absent", "bare"):
         del dask_scheduler.plugins["asafe"]  # Dask calls none of its hooks
         plugin._attached = False  # its periodic callbacks (signals, P2P ticks) return at once
     elif variant == "off":
@@ -160,6 +168,8 @@ def main():
                 order = order[::-1]
             for variant in order:
                 client.run_on_scheduler(set_variant, variant=variant)
+                if "bare" in variants:
+                    client.run(worker_hook, on=variant != "bare")
                 seconds[variant].append(run())
         client.run_on_scheduler(set_variant, variant="inline")
         drains = client.run_on_scheduler(
