@@ -26,22 +26,11 @@ from benchmarks import workloads as wl_module
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scheduler-s45"))
 from transitions import graph_runner  # noqa: E402  (session 45's script: the workloads graph, timed)
+from deferred_ab import set_variant  # noqa: E402  (this folder's script: "inline" and "off" as there)
 
 cloudpickle.register_pickle_by_value(wl_module)
 
 ASAFE_ORDER = ("inline", "off", "off", "inline")
-
-
-def hooks(dask_scheduler=None, off=False):
-    """On the scheduler's event loop: the installed plugin's transition and update_graph hooks off or back."""
-    plugin = dask_scheduler.plugins["asafe"]
-    saved = plugin.__dict__.setdefault("_saved_transition", plugin.transition)  # the compiled path's, an attribute
-    if off:
-        plugin.transition = lambda *args, **kwargs: None
-        plugin.update_graph = lambda *args, **kwargs: None
-    else:
-        plugin.transition = saved
-        plugin.__dict__.pop("update_graph", None)  # the class's method again
 
 
 def main():
@@ -63,9 +52,9 @@ def main():
                     run()  # the installation's first graph
                     times = []
                     for variant in ASAFE_ORDER:
-                        client.run_on_scheduler(hooks, off=variant == "off")
+                        client.run_on_scheduler(set_variant, variant=variant)
                         times.append(run())
-                    client.run_on_scheduler(hooks, off=False)
+                    client.run_on_scheduler(set_variant, variant="inline")
                     handle.uninstall()
                     timed["asafe"] = times
             for plain, variant, seconds in zip(timed["plain"], ASAFE_ORDER, timed["asafe"]):

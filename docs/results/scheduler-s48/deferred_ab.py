@@ -68,19 +68,20 @@ def set_variant(dask_scheduler=None, variant="inline"):
     """On the scheduler's event loop: put the installed plugin in ``variant`` (patches on the instance)."""
     from asafe.schedulers.scheduler_plugin import AdaptiveSchedulerPlugin as Plugin
 
-    plugin = dask_scheduler.__dict__.setdefault("_asafe_experiment_plugin", dask_scheduler.plugins.get("asafe"))
-    dask_scheduler.plugins["asafe"] = plugin  # back where "absent" took it from
-    plugin._attached = True
+    absent = dask_scheduler.__dict__.pop("_asafe_absent", None)  # the plugin "absent" took out, if it did
+    if absent is not None:
+        dask_scheduler.plugins["asafe"] = absent
+        absent._attached = True
+    plugin = dask_scheduler.plugins["asafe"]
     deferral = plugin.__dict__.get("_experiment")
     if deferral is not None:
         deferral.drain()  # nothing queued crosses into the next variant
     for name in ("_finish", "_maybe_evaluate", "_discard", "update_graph"):
         plugin.__dict__.pop(name, None)
-    if plugin.__dict__.get("_compiled_transition") is not None:
-        plugin.transition = plugin.__dict__["_compiled_transition"]
-    plugin.__dict__["_compiled_transition"] = plugin.transition
+    # the compiled path's hook (an attribute of the instance), kept per installation
+    plugin.transition = plugin.__dict__.setdefault("_compiled_transition", plugin.transition)
     if variant in ("absent", "bare"):
-        del dask_scheduler.plugins["asafe"]  # Dask calls none of its hooks
+        dask_scheduler._asafe_absent = dask_scheduler.plugins.pop("asafe")  # Dask calls none of its hooks
         plugin._attached = False  # its periodic callbacks (signals, P2P ticks) return at once
     elif variant == "off":
         plugin.transition = lambda *args, **kwargs: None
