@@ -24,6 +24,11 @@ idle before each graph, each timed from submission until its outputs are in memo
   (``record_sizes`` off); what stays of asafe is its wire serializers (passing frames through while
   wire compression is off), its state handlers and the workers' periodic resync and host reports.
 
+- ``eval200``: asafe as it is with the event path's evaluations at most every 200 ms (``evaluate_interval``;
+  50 ms otherwise), added in session 49;
+- ``noforecast``: asafe as it is with the transfer forecast's plans off (``expected_transfers``; a finish still
+  feeds the forecast what it learns), added in session 49.
+
 ``VARIANTS=inline,off,absent`` (an environment variable) runs a subset.
 
 Prints the median of paired ratios (inline's time over the variant's: above 1 the variant is faster) with the
@@ -46,7 +51,7 @@ from transitions import graph_runner  # noqa: E402  (session 45's script: the wo
 
 cloudpickle.register_pickle_by_value(wl_module)
 
-VARIANTS = ("inline", "deferred", "deferred-eval", "off", "absent", "bare")
+VARIANTS = ("inline", "deferred", "deferred-eval", "off", "absent", "bare", "eval200", "noforecast")
 
 
 def pin(cpu, dask_worker=None):
@@ -80,6 +85,9 @@ def set_variant(dask_scheduler=None, variant="inline"):
         plugin.__dict__.pop(name, None)
     # the compiled path's hook (an attribute of the instance), kept per installation
     plugin.transition = plugin.__dict__.setdefault("_compiled_transition", plugin.transition)
+    settings = plugin.__dict__.setdefault("_settings", (plugin.evaluate_interval, plugin.expected_transfers))
+    plugin.evaluate_interval = 0.2 if variant == "eval200" else settings[0]
+    plugin.expected_transfers = settings[1] and variant != "noforecast"
     if variant in ("absent", "bare"):
         dask_scheduler._asafe_absent = dask_scheduler.plugins.pop("asafe")  # Dask calls none of its hooks
         plugin._attached = False  # its periodic callbacks (signals, P2P ticks) return at once
