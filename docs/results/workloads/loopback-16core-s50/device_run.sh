@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 29 (a) on a quiet 16-core machine: the workloads suite's reductions behind the 1 Gbit/s link, with the
 # same command as session 49's 300-round run on the 2-core machine (docs/results/workloads/1gbit-s49-reduce300/),
-# fewer rounds to fit the lease. Run from the repository root on the lent machine; COMMIT names what it measures.
+# each data kind given half the lease (--max-seconds; both reached the 300 rounds). Run from the repository root on
+# the lent machine; COMMIT names what it measures.
 # Falls back to the loopback as it is (and says so) where the machine cannot shape a link.
 export PYTHONUNBUFFERED=1 DASK_CONFIG=$(mktemp -d) MPLBACKEND=Agg
 start=$(date +%s); budget=${BUDGET:-500}
