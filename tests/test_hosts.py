@@ -155,6 +155,22 @@ def test_a_process_that_starts_between_two_samples_counts_at_the_next():
     assert os.getppid() not in cores  # older than the previous reading, seen first: counted from its next one
 
 
+def test_a_workers_own_cores_count_its_children():
+    """A child this process started (a task's subprocess) is the run's own: its busy core is not another job's."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        sampler = host_signals.HostSampler("machine", interval=0.0)
+        sampler()  # primes; lists this process's children
+        assert burner.pid in sampler._own_pids()
+        time.sleep(0.5)
+        report = sampler()
+    finally:
+        burner.kill()
+        burner.wait(10)
+    assert report["error"] is None
+    assert report["own_cores"] > 0.2, report  # the child's core (less on a loaded machine)
+
+
 def test_the_namespace_scope_counts_this_namespace(tmp_path):
     sampler = host_signals.HostSampler("netns", interval=0.0)
     sampler()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import types
@@ -100,3 +101,78 @@ def test_the_readings_agree_with_psutils_on_this_host():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 def test_system_signals_read_proc_on_linux():
     assert isinstance(SystemSignals(interval=0.0)._psutil, ProcReads)
+
+
+# --------------------------------------------------------------------------- children, from the kernel's lists
+@pytest.fixture
+def tree(proc):
+    """Process 42 with two threads: thread 42 started 43, thread 50 started 44; 43 started 45."""
+    proc.write("42/task/42/children", b"43 ")
+    proc.write("42/task/50/children", b"44 ")
+    proc.write("43/task/43/children", b"45 ")
+    proc.write("44/task/44/children", b"")
+    proc.write("45/task/45/children", b"")
+    return proc
+
+
+def test_descendants_walk_every_threads_list(tree):
+    assert _procfs.descendants(42, root=tree.root) == [43, 44, 45]
+    assert _procfs.descendants(42, recursive=False, root=tree.root) == [43, 44]
+    assert _procfs.descendants(45, root=tree.root) == []
+
+
+def test_a_process_or_thread_gone_during_the_walk_is_skipped(tree):
+    tree.write("42/task/51/stat", b"")  # a thread whose children file is gone: it exited after the listing
+    os.makedirs(os.path.join(tree.root, "44", "task", "44"), exist_ok=True)
+    os.remove(os.path.join(tree.root, "44", "task", "44", "children"))
+    tree.write("43/task/43/children", b"45 46 ")  # 46 exited before its folder was read
+    assert _procfs.descendants(42, root=tree.root) == [43, 44, 45, 46]
+
+
+def test_a_kernel_without_the_lists_says_so_and_a_missing_process_raises(proc):
+    assert _procfs.descendants(42, root=proc.root) is None  # 42/stat but no task/42/children
+    with pytest.raises(ProcessLookupError):
+        _procfs.descendants(7, root=proc.root)
+
+
+def test_without_the_lists_psutil_lists_the_children(proc):
+    """A /proc without the lists: the reader's children are psutil's (a real child of this process)."""
+    pid = os.getpid()
+    proc.write(f"{pid}/stat", _pid_stat(pid, 1, 1))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        listed = [p.pid for p in ProcReads(psutil, proc.root).Process(pid).children()]
+        assert child.pid in listed
+        assert listed == [p.pid for p in psutil.Process(pid).children()]
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_the_lists_find_children_and_grandchildren_as_psutil_does():
+    """A child that started a grandchild, both real: the same pids as psutil's scan of every process."""
+    if _procfs.descendants(os.getpid()) is None:
+        pytest.skip("this kernel keeps no lists of children (CONFIG_PROC_CHILDREN)")
+    code = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 10
+        while len(psutil.Process(child.pid).children()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        grandchild = psutil.Process(child.pid).children()[0].pid
+        mine = _procfs.descendants(os.getpid())
+        assert {child.pid, grandchild} <= set(mine)
+        assert set(mine) == {p.pid for p in psutil.Process().children(recursive=True)}
+        assert child.pid in _procfs.descendants(os.getpid(), recursive=False)
+        assert grandchild not in _procfs.descendants(os.getpid(), recursive=False)
+        assert set(_procfs.children_pids(psutil)) == set(mine)
+        assert [p.pid for p in reads_for(psutil).Process().children(recursive=True)] == mine
+    finally:
+        for p in psutil.Process(child.pid).children(recursive=True):
+            p.kill()
+        child.kill()
+        child.wait()
+    with pytest.raises(psutil.NoSuchProcess):
+        _procfs.children_pids(psutil, child.pid)

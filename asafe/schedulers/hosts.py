@@ -90,7 +90,7 @@ from typing import Any
 
 import dask.config
 
-from ..core import validate
+from ..core import _procfs, validate
 from ..core.signals import external_load
 from .protocol import logger
 
@@ -270,7 +270,7 @@ class HostSampler:
         if now - self._children_at >= CHILDREN_REFRESH:
             self._children_at = now
             try:
-                self._children = [p.pid for p in self._psutil.Process().children(recursive=True)]
+                self._children = _procfs.children_pids(self._psutil)  # the kernel's lists, not a scan of /proc
             except self._psutil.Error:
                 self._children = []
         pids = {os.getpid(), *self._children}
