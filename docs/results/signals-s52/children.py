@@ -32,7 +32,8 @@ def _others(n):
     return [p for p in psutil.process_iter(["name", "cmdline"]) if p.info["cmdline"] == ["sleep", "300"]]
 
 
-def _time(fn, rounds=20):
+def median_seconds(fn, rounds=20):
+    """The median of ``rounds`` timed calls of ``fn`` (also what ``tree.py`` times with)."""
     out = []
     for _ in range(rounds):
         began = time.perf_counter()
@@ -53,8 +54,8 @@ def main():
                 scan = sorted(p.pid for p in psutil.Process().children(recursive=True))
                 assert scan == _procfs.children_pids(psutil), (scan, _procfs.children_pids(psutil))
                 assert len(scan) == 2
-                a = _time(lambda: psutil.Process().children(recursive=True))
-                b = _time(lambda: _procfs.children_pids(psutil))
+                a = median_seconds(lambda: psutil.Process().children(recursive=True))
+                b = median_seconds(lambda: _procfs.children_pids(psutil))
                 print(f"{len(psutil.pids()):5d} processes on the host: psutil's scan {a * 1e3:8.3f} ms, "
                       f"the kernel's lists {b * 1e3:6.3f} ms ({a / b:,.0f}x); load average {os.getloadavg()[0]:.2f}")
             finally:

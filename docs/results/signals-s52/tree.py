@@ -7,7 +7,6 @@ calls of each listing, alternated, from this process (the scheduler's and the cl
 the kernel's lists read every thread of every process in the tree, psutil's scan every process on the host.
 """
 import os
-import statistics as st
 import sys
 import time
 
@@ -16,14 +15,8 @@ from distributed import LocalCluster
 
 from asafe.core import _procfs
 
-
-def _median(fn, rounds=20):
-    out = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - began)
-    return st.median(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from children import median_seconds  # noqa: E402  (this folder's other script)
 
 
 def main():
@@ -33,8 +26,8 @@ def main():
             scan = sorted(p.pid for p in psutil.Process().children(recursive=True))
             assert scan == _procfs.children_pids(psutil)
             threads = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in [os.getpid(), *scan])
-            a = _median(lambda: psutil.Process().children(recursive=True))
-            b = _median(lambda: _procfs.children_pids(psutil))
+            a = median_seconds(lambda: psutil.Process().children(recursive=True))
+            b = median_seconds(lambda: _procfs.children_pids(psutil))
             print(f"{n} workers: {len(scan)} descendants, {threads} threads in the tree, {len(psutil.pids())} "
                   f"processes on the host: psutil's scan {a * 1e3:.3f} ms, the kernel's lists {b * 1e3:.3f} ms; "
                   f"load average {os.getloadavg()[0]:.2f}")
